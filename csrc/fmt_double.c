@@ -1,0 +1,252 @@
+/*
+ * fmt_double.c -- shortest round-trip double to positional decimal text.
+ *
+ * The digits come from the Schubfach method (R. Giulietti, "The Schubfach
+ * way to render doubles"):
+ *
+ *   A finite double is v = c * 2^q.  Every real in its rounding interval R_v
+ *   (half an ulp each side; a quarter ulp below at powers of two; closed when
+ *   c is even, open when c is odd, like strtod's round-half-even) reads back
+ *   as v.  Choose k with 10^k <= |R_v| < 10^(k+1).  Then, in units of 10^k,
+ *   R_v is at least 1 and less than 10 wide, so
+ *     - at most one multiple of 10 lies in R_v; if one does, it is the
+ *       unique shortest decimal (one digit shorter than anything else);
+ *     - otherwise floor(v) or floor(v)+1 (one of which always lies in R_v)
+ *       is the answer; if both do, take the one closer to v, ties to even.
+ *   This is exactly the choice made by Python's repr (David Gay's dtoa,
+ *   mode 0).
+ *   The scaled values v * 10^-k and the interval ends are computed with a
+ *   128-bit approximation g of 10^-k (pow10_table.h) and "round to odd",
+ *   which keeps just enough information (floor + "was it inexact") for the
+ *   comparisons with integers to be exact.  gen_pow10.py --check proves the
+ *   approximation error can never change the outcome.
+ *
+ * The digits are then laid out positionally, two at a time.
+ */
+#include "fmt_double.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "pow10_table.h"
+
+typedef unsigned __int128 ts_u128;
+
+static const char ts_dbl_pairs[200] = {
+    '0','0','0','1','0','2','0','3','0','4','0','5','0','6','0','7','0','8','0','9',
+    '1','0','1','1','1','2','1','3','1','4','1','5','1','6','1','7','1','8','1','9',
+    '2','0','2','1','2','2','2','3','2','4','2','5','2','6','2','7','2','8','2','9',
+    '3','0','3','1','3','2','3','3','3','4','3','5','3','6','3','7','3','8','3','9',
+    '4','0','4','1','4','2','4','3','4','4','4','5','4','6','4','7','4','8','4','9',
+    '5','0','5','1','5','2','5','3','5','4','5','5','5','6','5','7','5','8','5','9',
+    '6','0','6','1','6','2','6','3','6','4','6','5','6','6','6','7','6','8','6','9',
+    '7','0','7','1','7','2','7','3','7','4','7','5','7','6','7','7','7','8','7','9',
+    '8','0','8','1','8','2','8','3','8','4','8','5','8','6','8','7','8','8','8','9',
+    '9','0','9','1','9','2','9','3','9','4','9','5','9','6','9','7','9','8','9','9',
+};
+
+static const uint64_t ts_dbl_pow10[20] = {
+    1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u, 100000000u,
+    1000000000u, 10000000000u, 100000000000u, 1000000000000u,
+    10000000000000u, 100000000000000u, 1000000000000000u,
+    10000000000000000u, 100000000000000000u, 1000000000000000000u,
+    10000000000000000000u,
+};
+
+#define TS_C_MIN ((uint64_t)1 << 52)  /* hidden bit of a normal significand */
+#define TS_Q_MIN (-1074)              /* exponent of the subnormals */
+
+/* floor(q * log10(2)), exact for |q| <= 1700 (checked by gen_pow10.py) */
+static inline int floor_log10_pow2(int q) { return (q * 315653) >> 20; }
+
+/* floor(log10(3/4 * 2^q)), exact on the double exponent range */
+static inline int floor_log10_3q_pow2(int q) { return (q * 315653 - 131072) >> 20; }
+
+/* floor(e * log2(10)), exact on the table range */
+static inline int floor_log2_pow10(int e) { return (e * 1741647) >> 19; }
+
+/*
+ * Round to odd of g * cp / 2^128 (g = {hi, lo}): the floor, with its lowest
+ * bit forced to 1 when the fraction is nonzero.  The fraction is looked at
+ * only down to 2^-68, which absorbs the (< 2^-68) over-estimate of g.
+ */
+static inline uint64_t round_to_odd(const uint64_t g[2], uint64_t cp)
+{
+    ts_u128 lo = (ts_u128)g[1] * cp;
+    ts_u128 a = (ts_u128)g[0] * cp + (uint64_t)(lo >> 64); /* floor(g*cp/2^64) */
+    uint64_t frac = (uint64_t)a | ((uint64_t)lo >> 60);
+    return (uint64_t)(a >> 64) | (frac != 0);
+}
+
+/* Number of decimal digits of f (f >= 1, f < 10^19). */
+static inline int dec_len(uint64_t f)
+{
+    int t = ((64 - __builtin_clzll(f)) * 1233) >> 12; /* ~ floor(bits*log10 2) */
+    return t + (f >= ts_dbl_pow10[t]);
+}
+
+/* Writes exactly 8 digits of x < 10^8 at p. */
+static inline void put8(char *p, uint32_t x)
+{
+    uint32_t hi = x / 10000, lo = x % 10000;
+    memcpy(p + 0, ts_dbl_pairs + 2 * (hi / 100), 2);
+    memcpy(p + 2, ts_dbl_pairs + 2 * (hi % 100), 2);
+    memcpy(p + 4, ts_dbl_pairs + 2 * (lo / 100), 2);
+    memcpy(p + 6, ts_dbl_pairs + 2 * (lo % 100), 2);
+}
+
+/* Writes the n decimal digits of f (n == dec_len(f) <= 19) at p[0..n). */
+static inline void put_digits(char *p, uint64_t f, int n)
+{
+    char *end = p + n;
+    /* low eight-digit blocks */
+    while (f >= 100000000u) {
+        uint64_t q = f / 100000000u;
+        end -= 8;
+        put8(end, (uint32_t)(f - q * 100000000u));
+        f = q;
+    }
+    /* remaining 1..8 digits, two at a time from the right */
+    uint32_t x = (uint32_t)f;
+    while (x >= 100) {
+        uint32_t q = x / 100;
+        end -= 2;
+        memcpy(end, ts_dbl_pairs + 2 * (x - q * 100), 2);
+        x = q;
+    }
+    if (x >= 10) {
+        memcpy(end - 2, ts_dbl_pairs + 2 * x, 2);
+    } else {
+        end[-1] = (char)('0' + x);
+    }
+}
+
+static inline char *put_zeros(char *p, int n)
+{
+    for (int i = 0; i < n; i++) p[i] = '0';
+    return p + n;
+}
+
+/*
+ * Lays out the decimal f * 10^e (f >= 1) positionally at p; returns the end.
+ */
+static char *put_decimal(char *p, uint64_t f, int e)
+{
+    /* drop trailing zeros of f (f < 10^17, so at most 16 of them): one,
+       then any count 0..15 as 8 + 4 + 2 + 1 */
+    if (f % 10 == 0) {
+        f /= 10; e += 1;
+        if (f % 100000000 == 0) { f /= 100000000; e += 8; }
+        if (f % 10000 == 0) { f /= 10000; e += 4; }
+        if (f % 100 == 0) { f /= 100; e += 2; }
+        if (f % 10 == 0) { f /= 10; e += 1; }
+    }
+    int n = dec_len(f);
+    int ip = n + e; /* digits before the decimal point */
+
+    if (e >= 0) {                /* integral: digits then e zeros */
+        put_digits(p, f, n);
+        return put_zeros(p + n, e);
+    }
+    if (ip > 0) {                /* d..d.d..d */
+        put_digits(p + 1, f, n); /* write shifted right by one, */
+        for (int i = 0; i < ip; i++) p[i] = p[i + 1]; /* move the integer part back */
+        p[ip] = '.';
+        return p + n + 1;
+    }
+    /* 0.00..0d..d */
+    p[0] = '0';
+    p[1] = '.';
+    p = put_zeros(p + 2, -ip);
+    put_digits(p, f, n);
+    return p + n;
+}
+
+size_t ts_format_double(double v, char *out)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    uint64_t t = bits & (TS_C_MIN - 1);   /* stored significand */
+    int be = (int)(bits >> 52) & 0x7ff;   /* biased exponent */
+    char *p = out;
+
+    if (be == 0x7ff) {
+        if (t != 0) { memcpy(out, "NaN", 3); return 3; }
+        memcpy(out, (bits >> 63) ? "-Inf" : "+Inf", 4);
+        return 4;
+    }
+    if (bits >> 63) *p++ = '-';
+
+    /* v = c * 2^q */
+    uint64_t c;
+    int q;
+    if (be != 0) {
+        c = t | TS_C_MIN;
+        q = be - 1075;
+        /* Fast path: an integer below 2^53 is its own shortest rendering
+           (its neighbours are at most 1 away). */
+        if (q <= 0 && q > -53) {
+            uint64_t f = c >> -q;
+            if ((f << -q) == c) {
+                int n = dec_len(f);
+                put_digits(p, f, n);
+                return (size_t)(p + n - out);
+            }
+        }
+    } else {
+        if (t == 0) { *p++ = '0'; return (size_t)(p - out); }
+        c = t;
+        q = TS_Q_MIN;
+    }
+
+    /* Rounding interval, in units of 2^(q-2):  [cbl, cbr] around cb = 4c.
+       odd c: endpoints excluded (out_ = 1), even c: included (out_ = 0). */
+    uint64_t out_ = c & 1;
+    uint64_t cb = c << 2;
+    uint64_t cbr = cb + 2;
+    uint64_t cbl;
+    int k;
+    if (c != TS_C_MIN || q == TS_Q_MIN) {
+        cbl = cb - 2;                   /* symmetric: +-1/2 ulp */
+        k = floor_log10_pow2(q);        /* 10^k <= 2^q: interval width >= 1 */
+    } else {
+        cbl = cb - 1;                   /* power of two: lower gap is half */
+        k = floor_log10_3q_pow2(q);     /* width is 3/4 * 2^q */
+    }
+
+    /* Scale by 10^-k ~ g * 2^(floor(-k*log2 10) - 127); the shift h (1..4)
+       folds the binary exponents together so one product gives the value. */
+    const uint64_t *g = ts_pow10_g[-k - TS_POW10_E_MIN];
+    int h = q + floor_log2_pow10(-k) + 1;
+    uint64_t vb = round_to_odd(g, cb << h);   /* 4 * v  / 10^k (to odd) */
+    uint64_t vbl = round_to_odd(g, cbl << h); /* 4 * lower end / 10^k   */
+    uint64_t vbr = round_to_odd(g, cbr << h); /* 4 * upper end / 10^k   */
+
+    uint64_t s = vb >> 2;                     /* floor(v / 10^k) */
+    uint64_t f;
+    int e;
+
+    /* One digit shorter: the multiples of 10 around v.  Since R_v is less than
+       10 units wide at most one of them can be inside. */
+    uint64_t s10 = s / 10;
+    int upin = vbl + out_ <= (s10 * 10) << 2;      /* 10*s10 in R_v ? */
+    int wpin = ((s10 * 10 + 10) << 2) + out_ <= vbr; /* 10*s10+10 in R_v ? */
+    if (upin != wpin) {
+        f = s10 + wpin;
+        e = k + 1;
+    } else {
+        /* Full length: s or s+1, at least one of which is inside. */
+        int uin = vbl + out_ <= s << 2;
+        int win = ((s + 1) << 2) + out_ <= vbr;
+        if (uin != win) {
+            f = s + win;
+        } else {
+            /* both: the closer to v; on a tie the even one */
+            uint64_t mid = (s << 2) + 2;
+            f = s + (vb > mid || (vb == mid && (s & 1)));
+        }
+        e = k;
+    }
+
+    return (size_t)(put_decimal(p, f, e) - out);
+}

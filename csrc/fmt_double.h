@@ -1,0 +1,24 @@
+/*
+ * fmt_double.h -- shortest round-trip double to positional text (internal).
+ */
+#ifndef TS_FMT_DOUBLE_H
+#define TS_FMT_DOUBLE_H
+
+#include <stddef.h>
+
+/* Upper bound on the length of ts_format_double's output for any double,
+   sign included, no NUL (the actual maximum is 327: "-0.", 322 zeros, "1"
+   and more digits for values just above 1e-323). */
+#define TS_DOUBLE_MAX_CHARS 340
+
+/*
+ * Writes the text of v into out (no NUL terminator) and returns its length.
+ * The digits are the shortest ones that read back as exactly v (the same
+ * digits as Python's repr(float)), always in positional notation:
+ *   123.0 -> "123", 0.5 -> "0.5", -0.0 -> "-0", 1e22 -> "10000000000000000000000",
+ *   1e-7 -> "0.0000001", NaN -> "NaN", +/-inf -> "+Inf" / "-Inf".
+ * out must have room for TS_DOUBLE_MAX_CHARS bytes.
+ */
+size_t ts_format_double(double v, char *out);
+
+#endif /* TS_FMT_DOUBLE_H */

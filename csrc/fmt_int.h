@@ -1,0 +1,67 @@
+/*
+ * fmt_int.h -- integer to decimal text, two digits at a time (internal).
+ */
+#ifndef TS_FMT_INT_H
+#define TS_FMT_INT_H
+
+#include <stdint.h>
+#include <string.h>
+
+static const char ts_digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static inline int ts_count_digits(uint64_t v)
+{
+    int n = 1;
+    for (;;) {
+        if (v < 10) return n;
+        if (v < 100) return n + 1;
+        if (v < 1000) return n + 2;
+        if (v < 10000) return n + 3;
+        v /= 10000;
+        n += 4;
+    }
+}
+
+/* writes v in decimal, returns the length */
+static inline size_t ts_fmt_u64(uint64_t v, char *out)
+{
+    int n = ts_count_digits(v);
+    char *p = out + n;
+    while (v >= 100) {
+        unsigned d = (unsigned)(v % 100) * 2;
+        v /= 100;
+        *--p = ts_digit_pairs[d + 1];
+        *--p = ts_digit_pairs[d];
+    }
+    if (v >= 10) {
+        unsigned d = (unsigned)v * 2;
+        *--p = ts_digit_pairs[d + 1];
+        *--p = ts_digit_pairs[d];
+    } else {
+        *--p = (char)('0' + v);
+    }
+    return (size_t)n;
+}
+
+static inline size_t ts_fmt_i64(int64_t v, char *out)
+{
+    if (v < 0) {
+        *out = '-';
+        return 1 + ts_fmt_u64((uint64_t)0 - (uint64_t)v, out + 1);
+    }
+    return ts_fmt_u64((uint64_t)v, out);
+}
+
+/* zero-padded to at least width digits */
+static inline size_t ts_fmt_u64_pad(uint64_t v, int width, char *out)
+{
+    int n = ts_count_digits(v);
+    size_t pad = n < width ? (size_t)(width - n) : 0;
+    memset(out, '0', pad);
+    return pad + ts_fmt_u64(v, out + pad);
+}
+
+#endif

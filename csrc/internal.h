@@ -1,0 +1,134 @@
+/*
+ * internal.h -- the simulator's private state and the serializer interface.
+ *
+ * A serializer (one per output format) is a table of three functions: the
+ * tag part of a record for (entity, series), the text of a timestamp, and a
+ * whole record given those two. Adding a format means one ts_format_ops and
+ * one line in ts_formats[] (formats.c) plus an enum value in tsbench.h.
+ */
+#ifndef TS_INTERNAL_H
+#define TS_INTERNAL_H
+
+#include "tsbench.h"
+#include "rng.h"
+
+/* slots of the random streams of one (entity, series) */
+#define TS_SLOT_TAG 1000000    /* + global tag index; series -1 */
+#define TS_SLOT_FAULT -1
+#define TS_SLOT_FAULT_GROUP -2
+/* draw indices within a tick */
+#define TS_J_LAZY 1
+#define TS_J_INIT 2
+#define TS_J_INIT2 3
+
+#define TS_STAMP_MAX 48
+#define TS_PREFIX_CACHE_MAX (64u << 20)
+
+/* one record as the serializers see it */
+typedef struct ts_rec {
+    int64_t entity;
+    int32_t series;
+    int64_t time_ns;
+    const double *vals;   /* one written value per field of the series */
+    int32_t null_field;   /* field index within the series, or -1 */
+    int32_t null_tag;     /* tag index within the series' tag list, or -1 */
+} ts_rec;
+
+typedef struct ts_format_ops {
+    const char *name;
+    /* the tag part of a record (skip_tag: index of a null tag or -1) */
+    size_t (*prefix)(const ts_sim *sim, int64_t entity, int32_t series, int32_t skip_tag, char *out);
+    size_t (*stamp)(int64_t time_ns, char *out);
+    size_t (*record)(const ts_sim *sim, const ts_rec *r, const char *pfx, size_t pfx_len,
+                     const char *stamp, size_t stamp_len, char *out);
+    /* a field's name as written before its value (NULL: none); cached in sim->piece */
+    size_t (*piece)(const ts_sim *sim, int32_t field, char *out);
+    /* extra bytes per field name and per tag beyond the raw text (escaping, separators) */
+    int32_t name_factor, tag_overhead;
+} ts_format_ops;
+
+extern const ts_format_ops *const ts_formats[TS_FMT_COUNT];
+
+typedef struct ts_prefix_cache {
+    char *blob;
+    size_t used, cap;
+    uint32_t *off, *len;   /* per (local entity, series); len UINT32_MAX = not built */
+    int full;              /* budget reached: build the rest on the fly */
+} ts_prefix_cache;
+
+typedef struct ts_pending {
+    int64_t epoch, due;
+    int32_t null_field, null_tag;
+} ts_pending;
+
+struct ts_sim {
+    /* the schema (deep copy) */
+    char *strtab;
+    int32_t *stroff;
+    int32_t n_strings;
+    ts_part *parts;
+    ts_tag *tags;
+    int32_t n_tags, n_entity_tags;
+    ts_series *series;
+    int32_t n_series;
+    ts_field *fields;
+    int32_t n_fields;
+    double *table;
+    int32_t *itable;
+    ts_faults faults;
+    int has_faults;
+
+    /* the run */
+    uint64_t seed;
+    int64_t entity_lo, n_entities;
+    int64_t start_ns, interval_ns, epochs, total_epochs;
+    int32_t max_series_fields;
+    ts_zig zig;
+
+    /* per (local entity, field) state */
+    double *state;
+    /* late entries: per (local entity, series) a ring of pend_cap */
+    int32_t pend_cap;
+    ts_pending *pend;
+    int32_t *pend_n;
+    double *pend_vals;     /* [entity][series][pend_cap][max_series_fields] */
+
+    /* the cursor */
+    int64_t t, el;
+    int32_t s, stage;
+
+    /* serializer support */
+    uint64_t *bound[TS_FMT_COUNT];    /* record bound per series */
+    ts_prefix_cache cache[TS_FMT_COUNT];
+    int64_t stamp_epoch[TS_FMT_COUNT];
+    char stamp[TS_FMT_COUNT][TS_STAMP_MAX];
+    size_t stamp_len[TS_FMT_COUNT];
+    char *piece[TS_FMT_COUNT];
+    uint32_t *piece_off[TS_FMT_COUNT];  /* n_fields + 1 */
+    double *scratch;                  /* max_series_fields */
+    char *pfx_scratch;                /* one uncached tag part */
+};
+
+/* helpers shared with the serializers */
+static inline const char *ts_str(const ts_sim *sim, int32_t i) { return sim->strtab + sim->stroff[i]; }
+static inline size_t ts_strlen(const ts_sim *sim, int32_t i)
+{
+    return (size_t)(sim->stroff[i + 1] - sim->stroff[i] - 1);
+}
+static inline const ts_tag *ts_series_tag(const ts_sim *sim, int32_t s, int32_t pos)
+{
+    if (pos < sim->n_entity_tags) return &sim->tags[pos];
+    return &sim->tags[sim->series[s].first_tag + (pos - sim->n_entity_tags)];
+}
+static inline int32_t ts_series_ntags(const ts_sim *sim, int32_t s)
+{
+    return sim->n_entity_tags + sim->series[s].n_tags;
+}
+/* the unescaped value of tag pos of (entity, series); returns its length */
+size_t ts_tag_value(const ts_sim *sim, int64_t entity, int32_t s, int32_t pos, char *out);
+/* an upper bound on the length of that value */
+size_t ts_tag_value_bound(const ts_sim *sim, int32_t s, int32_t pos);
+
+size_t ts_format_double(double v, char *out);
+
+#endif

@@ -1,0 +1,742 @@
+/*
+ * sim.c -- the simulator: schema copy, per-entity state, evolutions, imperfect
+ * delivery and the fill loop shared by every output (phase 1, generate).
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fmt_double.h"
+#include "fmt_int.h"
+#include "internal.h"
+
+#ifndef TS_BUILD_ID
+#define TS_BUILD_ID "unknown"
+#endif
+
+int32_t ts_api_version(void) { return TS_API_VERSION; }
+const char *ts_build_id(void) { return TS_BUILD_ID; }
+
+static int fail(char *err, size_t cap, const char *fmt, ...)
+{
+    if (err && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, cap, fmt, ap);
+        va_end(ap);
+    }
+    return TS_ERR_ARG;
+}
+
+static void *dup_array(const void *src, size_t n, size_t size)
+{
+    size_t bytes = n * size;
+    void *p = malloc(bytes ? bytes : 1);
+    if (p && bytes) memcpy(p, src, bytes);
+    return p;
+}
+
+/* ---- tags ------------------------------------------------------------- */
+
+static uint64_t tag_key(const ts_sim *sim, int64_t entity, int32_t s, int32_t pos)
+{
+    int32_t g = pos < sim->n_entity_tags ? pos : sim->series[s].first_tag + (pos - sim->n_entity_tags);
+    return ts_stream_key(sim->seed, entity, -1, TS_SLOT_TAG + g);
+}
+
+/* the index drawn by the first choice part of tag pos, or -1 */
+static int64_t tag_choice(const ts_sim *sim, int64_t entity, int32_t s, int32_t pos)
+{
+    const ts_tag *tag = ts_series_tag(sim, s, pos);
+    uint64_t key = tag_key(sim, entity, s, pos);
+    for (int32_t k = 0; k < tag->n_parts; k++) {
+        const ts_part *p = &sim->parts[tag->first_part + k];
+        uint64_t r = ts_draw(key, 0, (uint64_t)k);
+        if (p->kind == TS_PART_CHOICE)
+            return (int64_t)(r % (uint64_t)p->b);
+        if (p->kind == TS_PART_CHOICE_BY) {
+            int64_t c = tag_choice(sim, entity, s, p->a);
+            int32_t n = sim->itable[p->b + 2 * c + 1];
+            return (int64_t)(r % (uint64_t)n);
+        }
+    }
+    return -1;
+}
+
+size_t ts_tag_value(const ts_sim *sim, int64_t entity, int32_t s, int32_t pos, char *out)
+{
+    const ts_tag *tag = ts_series_tag(sim, s, pos);
+    uint64_t key = tag_key(sim, entity, s, pos);
+    size_t n = 0;
+    for (int32_t k = 0; k < tag->n_parts; k++) {
+        const ts_part *p = &sim->parts[tag->first_part + k];
+        uint64_t r = ts_draw(key, 0, (uint64_t)k);
+        switch (p->kind) {
+        case TS_PART_LIT:
+            memcpy(out + n, ts_str(sim, p->a), ts_strlen(sim, p->a));
+            n += ts_strlen(sim, p->a);
+            break;
+        case TS_PART_ENTITY: {
+            uint64_t v = (uint64_t)entity / (uint64_t)p->x;
+            if (p->y > 0) v %= (uint64_t)p->y;
+            n += ts_fmt_u64_pad(v, p->width, out + n);
+            break;
+        }
+        case TS_PART_INT:
+            n += ts_fmt_u64_pad((uint64_t)p->x + r % (uint64_t)p->y, p->width, out + n);
+            break;
+        case TS_PART_CHOICE: {
+            int32_t i = p->a + (int32_t)(r % (uint64_t)p->b);
+            memcpy(out + n, ts_str(sim, i), ts_strlen(sim, i));
+            n += ts_strlen(sim, i);
+            break;
+        }
+        case TS_PART_CHOICE_BY: {
+            int64_t c = tag_choice(sim, entity, s, p->a);
+            int32_t first = sim->itable[p->b + 2 * c], cnt = sim->itable[p->b + 2 * c + 1];
+            int32_t i = first + (int32_t)(r % (uint64_t)cnt);
+            memcpy(out + n, ts_str(sim, i), ts_strlen(sim, i));
+            n += ts_strlen(sim, i);
+            break;
+        }
+        }
+    }
+    return n;
+}
+
+size_t ts_tag_value_bound(const ts_sim *sim, int32_t s, int32_t pos)
+{
+    const ts_tag *tag = ts_series_tag(sim, s, pos);
+    size_t n = 0;
+    for (int32_t k = 0; k < tag->n_parts; k++) {
+        const ts_part *p = &sim->parts[tag->first_part + k];
+        size_t m = 0;
+        switch (p->kind) {
+        case TS_PART_LIT: m = ts_strlen(sim, p->a); break;
+        case TS_PART_ENTITY:
+        case TS_PART_INT: m = 20 + (size_t)(p->width > 0 ? p->width : 0); break;
+        case TS_PART_CHOICE:
+            for (int32_t i = 0; i < p->b; i++)
+                if (ts_strlen(sim, p->a + i) > m) m = ts_strlen(sim, p->a + i);
+            break;
+        case TS_PART_CHOICE_BY:
+            /* any string of any sublist */
+            for (int32_t i = 0; i < sim->n_strings; i++)
+                if (ts_strlen(sim, i) > m) m = ts_strlen(sim, i);
+            break;
+        }
+        n += m;
+    }
+    return n;
+}
+
+/* ---- validation ---------------------------------------------------------- */
+
+static int check_schema(const ts_schema *sc, char *err, size_t cap)
+{
+    if (sc->n_strings < 1 || !sc->strtab || !sc->stroff)
+        return fail(err, cap, "schema has no strings");
+    for (int32_t i = 0; i < sc->n_parts; i++) {
+        const ts_part *p = &sc->parts[i];
+        switch (p->kind) {
+        case TS_PART_LIT:
+            if (p->a < 0 || p->a >= sc->n_strings) return fail(err, cap, "part %d: bad string", i);
+            break;
+        case TS_PART_ENTITY:
+            if (p->x < 1 || p->y < 0) return fail(err, cap, "part %d: bad entity divisor/modulo", i);
+            break;
+        case TS_PART_INT:
+            if (p->y < 1 || p->x < 0) return fail(err, cap, "part %d: bad int range", i);
+            break;
+        case TS_PART_CHOICE:
+            if (p->b < 1 || p->a < 0 || p->a + p->b > sc->n_strings)
+                return fail(err, cap, "part %d: bad choice", i);
+            break;
+        case TS_PART_CHOICE_BY:
+            if (p->b < 0 || p->b >= sc->n_itable) return fail(err, cap, "part %d: bad choice table", i);
+            break;
+        default:
+            return fail(err, cap, "part %d: unknown kind %d", i, p->kind);
+        }
+    }
+    for (int32_t i = 0; i < sc->n_tags; i++) {
+        const ts_tag *t = &sc->tags[i];
+        if (t->first_part < 0 || t->n_parts < 0 || t->first_part + t->n_parts > sc->n_parts)
+            return fail(err, cap, "tag %d: bad parts", i);
+    }
+    if (sc->n_entity_tags < 0 || sc->n_entity_tags > sc->n_tags)
+        return fail(err, cap, "bad entity tag count");
+    if (sc->n_series < 1) return fail(err, cap, "schema has no series");
+    for (int32_t s = 0; s < sc->n_series; s++) {
+        const ts_series *se = &sc->series[s];
+        if (se->n_fields < 1 || se->first_field < 0 || se->first_field + se->n_fields > sc->n_fields)
+            return fail(err, cap, "series %d: bad fields", s);
+        if (se->first_tag < 0 || se->n_tags < 0 || se->first_tag + se->n_tags > sc->n_tags)
+            return fail(err, cap, "series %d: bad tags", s);
+        int32_t ntags = sc->n_entity_tags + se->n_tags;
+        for (int32_t f = 0; f < se->n_fields; f++) {
+            const ts_field *fd = &sc->fields[se->first_field + f];
+            if (fd->evo < TS_EVO_FRESH || fd->evo > TS_EVO_RATIO)
+                return fail(err, cap, "series %d field %d: unknown evolution", s, f);
+            if (fd->evo == TS_EVO_LIN || fd->evo == TS_EVO_RATIO) {
+                if (fd->src1 < 0 || fd->src1 >= se->n_fields || fd->src1 == f ||
+                    fd->src2 >= se->n_fields || fd->src2 == f)
+                    return fail(err, cap, "series %d field %d: bad operands", s, f);
+                if (fd->evo == TS_EVO_RATIO && fd->src2 < 0)
+                    return fail(err, cap, "series %d field %d: ratio needs two operands", s, f);
+                continue;
+            }
+            if (fd->dist < TS_DIST_NORMAL || fd->dist > TS_DIST_CONST)
+                return fail(err, cap, "series %d field %d: unknown distribution", s, f);
+            if ((fd->init == TS_INIT_CHOICE || fd->init == TS_INIT_BY_TAG) &&
+                (fd->table_off < 0 || fd->table_len < 1 || fd->table_off + fd->table_len > sc->n_table))
+                return fail(err, cap, "series %d field %d: bad value table", s, f);
+            if (fd->init == TS_INIT_BY_TAG && (fd->tag < 0 || fd->tag >= ntags))
+                return fail(err, cap, "series %d field %d: bad tag", s, f);
+            if (fd->scale_by >= f || (fd->scale_by >= 0 && sc->fields[se->first_field + fd->scale_by].evo != TS_EVO_CONST))
+                return fail(err, cap, "series %d field %d: scale_by must name an earlier constant field", s, f);
+            if (fd->evo == TS_EVO_CWALK && !(fd->lo <= fd->hi))
+                return fail(err, cap, "series %d field %d: clamp lo > hi", s, f);
+        }
+    }
+    if (sc->faults.group_size < 0 || sc->faults.max_delay < 0)
+        return fail(err, cap, "bad fault parameters");
+    return TS_OK;
+}
+
+/* ---- evolutions ------------------------------------------------------------ */
+
+static inline double field_scale(const ts_field *fd, const double *st)
+{
+    return fd->scale_by >= 0 ? st[fd->scale_by] : 1.0;
+}
+
+static inline double step_draw(const ts_sim *sim, const ts_field *fd, uint64_t key, uint64_t tick, double sc)
+{
+    switch (fd->dist) {
+    case TS_DIST_NORMAL: return sc * (fd->a + fd->b * ts_normal(&sim->zig, key, tick));
+    case TS_DIST_UNIFORM: return sc * (fd->a + (fd->b - fd->a) * ts_u01(ts_draw(key, tick, 0)));
+    default: return sc * fd->a;
+    }
+}
+
+static inline uint64_t field_key(uint64_t base, int32_t f)
+{
+    return ts_mix64(base ^ ((uint64_t)(f + 1) * UINT64_C(0x2545f4914f6cdd1d)));
+}
+
+static void init_entity(ts_sim *sim, int64_t el)
+{
+    int64_t entity = sim->entity_lo + el;
+    double *st = sim->state + el * sim->n_fields;
+    for (int32_t s = 0; s < sim->n_series; s++) {
+        const ts_series *se = &sim->series[s];
+        uint64_t base = ts_stream_key(sim->seed, entity, s, 0);
+        double *fs = st + se->first_field;
+        for (int32_t f = 0; f < se->n_fields; f++) {
+            const ts_field *fd = &sim->fields[se->first_field + f];
+            uint64_t key = field_key(base, f);
+            double sc = field_scale(fd, fs), v = 0;
+            switch (fd->init) {
+            case TS_INIT_CONST: v = sc * fd->ia; break;
+            case TS_INIT_UNIFORM: v = sc * (fd->ia + (fd->ib - fd->ia) * ts_u01(ts_draw(key, 0, TS_J_INIT))); break;
+            case TS_INIT_DRAW: v = step_draw(sim, fd, key, UINT64_MAX, sc); break;
+            case TS_INIT_CHOICE:
+                v = sc * sim->table[fd->table_off + (int32_t)(ts_draw(key, 0, TS_J_INIT) % (uint64_t)fd->table_len)];
+                break;
+            case TS_INIT_BY_TAG: {
+                int64_t c = tag_choice(sim, entity, s, fd->tag);
+                if (c < 0) c = 0;
+                v = sc * sim->table[fd->table_off + (int32_t)(c % fd->table_len)];
+                break;
+            }
+            }
+            if (fd->evo == TS_EVO_CWALK) {
+                if (v < sc * fd->lo) v = sc * fd->lo;
+                if (v > sc * fd->hi) v = sc * fd->hi;
+            }
+            fs[f] = v;
+        }
+    }
+}
+
+/* the written value of a state */
+static inline double written(const ts_field *fd, double v)
+{
+    if (fd->decimals >= 0) {
+        double m = 1.0;
+        for (int32_t i = 0; i < fd->decimals; i++) m *= 10.0;
+        v = trunc(v * m) / m;
+    }
+    if (fd->type == TS_TYPE_INT) {
+        if (v >= 9.2e18) v = 9.2e18;
+        if (v <= -9.2e18) v = -9.2e18;
+        v = (double)(int64_t)v;
+    }
+    return v;
+}
+
+/* the written values of (entity, series) at the current tick */
+static void series_values(const ts_sim *sim, int64_t el, int32_t s, double *out)
+{
+    const ts_series *se = &sim->series[s];
+    const double *fs = sim->state + el * sim->n_fields + se->first_field;
+    const ts_field *fds = sim->fields + se->first_field;
+    for (int32_t f = 0; f < se->n_fields; f++)
+        if (fds[f].evo != TS_EVO_LIN && fds[f].evo != TS_EVO_RATIO)
+            out[f] = written(&fds[f], fs[f]);
+    for (int32_t f = 0; f < se->n_fields; f++) {
+        const ts_field *fd = &fds[f];
+        if (fd->evo == TS_EVO_LIN)
+            out[f] = written(fd, fd->k0 + fd->k1 * out[fd->src1] + (fd->src2 >= 0 ? fd->k2 * out[fd->src2] : 0.0));
+        else if (fd->evo == TS_EVO_RATIO)
+            out[f] = written(fd, fd->k0 * out[fd->src1] / out[fd->src2]);
+    }
+}
+
+/* advance the state of (entity, series) from tick t to t + 1 */
+static void series_advance(ts_sim *sim, int64_t el, int32_t s, uint64_t t)
+{
+    const ts_series *se = &sim->series[s];
+    double *fs = sim->state + el * sim->n_fields + se->first_field;
+    const ts_field *fds = sim->fields + se->first_field;
+    uint64_t base = ts_stream_key(sim->seed, sim->entity_lo + el, s, 0);
+    for (int32_t f = 0; f < se->n_fields; f++) {
+        const ts_field *fd = &fds[f];
+        if (fd->evo >= TS_EVO_CONST) continue;
+        uint64_t key = field_key(base, f);
+        if (fd->prob < 1.0 && ts_u01(ts_draw(key, t, TS_J_LAZY)) >= fd->prob) continue;
+        double sc = field_scale(fd, fs);
+        double d = step_draw(sim, fd, key, t, sc);
+        switch (fd->evo) {
+        case TS_EVO_FRESH: fs[f] = d; break;
+        case TS_EVO_WALK: fs[f] += d; break;
+        case TS_EVO_MWALK: fs[f] += fabs(d); break;
+        case TS_EVO_CWALK: {
+            double v = fs[f] + d, lo = sc * fd->lo, hi = sc * fd->hi;
+            if (v < lo) v = lo;
+            if (v > hi) v = hi;
+            if (fd->reset && v <= lo) v = hi;
+            fs[f] = v;
+            break;
+        }
+        }
+    }
+}
+
+/* ---- imperfect delivery ---------------------------------------------------- */
+
+typedef struct fate {
+    int deliver;          /* 0: dropped or missing */
+    int64_t delay;        /* epochs late */
+    int32_t null_field, null_tag;
+} fate;
+
+static fate entry_fate(const ts_sim *sim, int64_t el, int32_t s, int64_t t)
+{
+    fate r = {1, 0, -1, -1};
+    if (!sim->has_faults) return r;
+    const ts_faults *fa = &sim->faults;
+    int64_t entity = sim->entity_lo + el;
+    uint64_t gk = ts_stream_key(sim->seed, entity, s, TS_SLOT_FAULT_GROUP);
+    uint64_t ek = ts_stream_key(sim->seed, entity, s, TS_SLOT_FAULT);
+    uint64_t g = (uint64_t)(t / fa->group_size), ut = (uint64_t)t;
+    if (ts_u01(ts_draw(gk, g, 0)) < fa->group_drop || ts_u01(ts_draw(ek, ut, 0)) < fa->entry_missing) {
+        r.deliver = 0;
+        return r;
+    }
+    if (ts_u01(ts_draw(gk, g, 1)) < fa->group_late)
+        r.delay = fa->group_size;
+    else if (fa->max_delay > 0 && ts_u01(ts_draw(ek, ut, 1)) < fa->entry_late)
+        r.delay = 1 + (int64_t)(ts_draw(ek, ut, 2) % (uint64_t)fa->max_delay);
+    const ts_series *se = &sim->series[s];
+    int32_t visible = 0;
+    for (int32_t f = 0; f < se->n_fields; f++) visible += !sim->fields[se->first_field + f].hidden;
+    if (visible > 1 && ts_u01(ts_draw(ek, ut, 3)) < fa->field_null) {
+        int32_t k = (int32_t)(ts_draw(ek, ut, 4) % (uint64_t)visible);
+        for (int32_t f = 0; f < se->n_fields; f++) {
+            if (sim->fields[se->first_field + f].hidden) continue;
+            if (k-- == 0) { r.null_field = f; break; }
+        }
+    }
+    int32_t ntags = ts_series_ntags(sim, s);
+    if (ntags > 1 && ts_u01(ts_draw(ek, ut, 5)) < fa->tag_null)
+        r.null_tag = 1 + (int32_t)(ts_draw(ek, ut, 6) % (uint64_t)(ntags - 1));
+    return r;
+}
+
+/* ---- construction ---------------------------------------------------------- */
+
+void ts_sim_free(ts_sim *sim)
+{
+    if (!sim) return;
+    free(sim->strtab); free(sim->stroff); free(sim->parts); free(sim->tags);
+    free(sim->series); free(sim->fields); free(sim->table); free(sim->itable);
+    free(sim->state); free(sim->pend); free(sim->pend_n); free(sim->pend_vals);
+    free(sim->scratch); free(sim->pfx_scratch);
+    for (int f = 0; f < TS_FMT_COUNT; f++) {
+        free(sim->bound[f]); free(sim->piece[f]); free(sim->piece_off[f]);
+        free(sim->cache[f].blob); free(sim->cache[f].off); free(sim->cache[f].len);
+    }
+    free(sim);
+}
+
+/* each field's name as format fmt writes it before a value, built once */
+static int make_pieces(ts_sim *sim, int32_t fmt)
+{
+    const ts_format_ops *ops = ts_formats[fmt];
+    size_t cap = 1;
+    for (int32_t f = 0; f < sim->n_fields; f++)
+        cap += (size_t)ops->name_factor * ts_strlen(sim, sim->fields[f].name) + 4;
+    sim->piece[fmt] = malloc(cap);
+    sim->piece_off[fmt] = malloc(sizeof(uint32_t) * ((size_t)sim->n_fields + 1));
+    if (!sim->piece[fmt] || !sim->piece_off[fmt]) return TS_ERR_NOMEM;
+    size_t n = 0;
+    for (int32_t f = 0; f < sim->n_fields; f++) {
+        sim->piece_off[fmt][f] = (uint32_t)n;
+        n += ops->piece ? ops->piece(sim, f, sim->piece[fmt] + n) : 0;
+    }
+    sim->piece_off[fmt][sim->n_fields] = (uint32_t)n;
+    return TS_OK;
+}
+
+static void compute_bounds(ts_sim *sim, int32_t fmt)
+{
+    const ts_format_ops *ops = ts_formats[fmt];
+    for (int32_t s = 0; s < sim->n_series; s++) {
+        const ts_series *se = &sim->series[s];
+        uint64_t b = 64 + TS_STAMP_MAX + (uint64_t)ops->name_factor * ts_strlen(sim, se->name);
+        for (int32_t k = 0; k < ts_series_ntags(sim, s); k++)
+            b += (uint64_t)ops->name_factor * (ts_strlen(sim, ts_series_tag(sim, s, k)->key) +
+                                               ts_tag_value_bound(sim, s, k)) + (uint64_t)ops->tag_overhead;
+        for (int32_t f = 0; f < se->n_fields; f++)
+            b += (uint64_t)ops->name_factor * ts_strlen(sim, sim->fields[se->first_field + f].name) +
+                 TS_DOUBLE_MAX_CHARS + 8;
+        sim->bound[fmt][s] = b;
+    }
+}
+
+ts_sim *ts_sim_new(const ts_schema *sc, uint64_t seed, int64_t entity_lo, int64_t entity_hi,
+                   int64_t start_ns, int64_t interval_ns, int64_t epochs, char *err, size_t err_cap)
+{
+    if (!sc) { fail(err, err_cap, "no schema"); return NULL; }
+    if (check_schema(sc, err, err_cap) != TS_OK) return NULL;
+    if (entity_lo < 0 || entity_hi < entity_lo) { fail(err, err_cap, "bad entity range"); return NULL; }
+    if (interval_ns <= 0 || epochs < 0) { fail(err, err_cap, "bad time range"); return NULL; }
+
+    ts_sim *sim = calloc(1, sizeof *sim);
+    if (!sim) { fail(err, err_cap, "out of memory"); return NULL; }
+    int32_t nstr = sc->n_strings;
+    sim->strtab = dup_array(sc->strtab, (size_t)sc->stroff[nstr], 1);
+    sim->stroff = dup_array(sc->stroff, (size_t)nstr + 1, sizeof(int32_t));
+    sim->n_strings = nstr;
+    sim->parts = dup_array(sc->parts, (size_t)sc->n_parts, sizeof(ts_part));
+    sim->tags = dup_array(sc->tags, (size_t)sc->n_tags, sizeof(ts_tag));
+    sim->n_tags = sc->n_tags;
+    sim->n_entity_tags = sc->n_entity_tags;
+    sim->series = dup_array(sc->series, (size_t)sc->n_series, sizeof(ts_series));
+    sim->n_series = sc->n_series;
+    sim->fields = dup_array(sc->fields, (size_t)sc->n_fields, sizeof(ts_field));
+    sim->n_fields = sc->n_fields;
+    sim->table = dup_array(sc->table, (size_t)sc->n_table, sizeof(double));
+    sim->itable = dup_array(sc->itable, (size_t)sc->n_itable, sizeof(int32_t));
+    sim->faults = sc->faults;
+    const ts_faults *fa = &sc->faults;
+    sim->has_faults = fa->group_drop > 0 || fa->group_late > 0 || fa->entry_missing > 0 ||
+                      fa->entry_late > 0 || fa->field_null > 0 || fa->tag_null > 0;
+    if (sim->has_faults && sim->faults.group_size < 1) sim->faults.group_size = 1;
+
+    sim->seed = seed;
+    sim->entity_lo = entity_lo;
+    sim->n_entities = entity_hi - entity_lo;
+    sim->start_ns = start_ns;
+    sim->interval_ns = interval_ns;
+    sim->epochs = epochs;
+    for (int32_t s = 0; s < sim->n_series; s++)
+        if (sim->series[s].n_fields > sim->max_series_fields) sim->max_series_fields = sim->series[s].n_fields;
+    ts_zig_init(&sim->zig);
+
+    int ok = sim->strtab && sim->stroff && sim->parts && sim->tags && sim->series && sim->fields &&
+             sim->table && sim->itable;
+    sim->state = malloc(sizeof(double) * (size_t)(sim->n_entities * sim->n_fields + 1));
+    sim->scratch = malloc(sizeof(double) * (size_t)sim->max_series_fields);
+    ok = ok && sim->state && sim->scratch;
+
+    int64_t late_max = 0;
+    if (sim->has_faults) {
+        if (fa->group_late > 0) late_max = sim->faults.group_size;
+        if (fa->entry_late > 0 && fa->max_delay > late_max) late_max = fa->max_delay;
+    }
+    sim->total_epochs = epochs + (epochs > 0 ? late_max : 0);
+    if (ok && late_max > 0) {
+        size_t slots = (size_t)(sim->n_entities * sim->n_series);
+        sim->pend_cap = (int32_t)late_max + 1;
+        sim->pend = malloc(sizeof(ts_pending) * slots * (size_t)sim->pend_cap + 1);
+        sim->pend_n = calloc(slots + 1, sizeof(int32_t));
+        sim->pend_vals = malloc(sizeof(double) * slots * (size_t)sim->pend_cap * (size_t)sim->max_series_fields + 1);
+        ok = sim->pend && sim->pend_n && sim->pend_vals;
+    }
+    uint64_t scratch = 0;
+    for (int32_t f = 0; ok && f < TS_FMT_COUNT; f++) {
+        sim->bound[f] = malloc(sizeof(uint64_t) * (size_t)sim->n_series);
+        ok = sim->bound[f] != NULL && make_pieces(sim, f) == TS_OK;
+        if (ok) compute_bounds(sim, f);
+        if (ok && ts_sim_record_bound(sim, f) > scratch) scratch = ts_sim_record_bound(sim, f);
+        sim->stamp_epoch[f] = -1;
+    }
+    if (ok) ok = (sim->pfx_scratch = malloc(scratch)) != NULL;
+    if (!ok) {
+        ts_sim_free(sim);
+        fail(err, err_cap, "out of memory");
+        return NULL;
+    }
+    for (int64_t el = 0; el < sim->n_entities; el++) init_entity(sim, el);
+    return sim;
+}
+
+uint64_t ts_sim_record_bound(const ts_sim *sim, int32_t fmt)
+{
+    uint64_t m = 0;
+    if (fmt < 0 || fmt >= TS_FMT_COUNT) return 0;
+    for (int32_t s = 0; s < sim->n_series; s++)
+        if (sim->bound[fmt][s] > m) m = sim->bound[fmt][s];
+    return m;
+}
+
+/* ---- output sinks ------------------------------------------------------------- */
+
+typedef struct sink {
+    int32_t fmt;          /* -1: columns */
+    char *buf;
+    uint64_t cap, used;
+    const ts_columns *cols;
+    int64_t col_cap;
+    ts_fill_result *res;
+} sink;
+
+static const char *cached_prefix(ts_sim *sim, int32_t fmt, int64_t el, int32_t s, size_t *len)
+{
+    ts_prefix_cache *c = &sim->cache[fmt];
+    const ts_format_ops *ops = ts_formats[fmt];
+    size_t slot = (size_t)el * (size_t)sim->n_series + (size_t)s;
+    if (!c->off && !c->full) {
+        size_t slots = (size_t)(sim->n_entities * sim->n_series);
+        c->off = malloc(sizeof(uint32_t) * slots + 1);
+        c->len = malloc(sizeof(uint32_t) * slots + 1);
+        c->cap = 1u << 16;
+        c->blob = malloc(c->cap);
+        if (!c->off || !c->len || !c->blob) { c->full = 1; return NULL; }
+        memset(c->len, 0xff, sizeof(uint32_t) * slots);
+    }
+    if (c->full && (!c->len || c->len[slot] == UINT32_MAX)) return NULL;
+    if (c->len[slot] == UINT32_MAX) {
+        size_t need = sim->bound[fmt][s];
+        if (c->used + need > c->cap) {
+            size_t ncap = c->cap * 2;
+            while (ncap < c->used + need) ncap *= 2;
+            char *nb = ncap <= TS_PREFIX_CACHE_MAX ? realloc(c->blob, ncap) : NULL;
+            if (!nb) { c->full = 1; return NULL; }
+            c->blob = nb;
+            c->cap = ncap;
+        }
+        size_t n = ops->prefix(sim, sim->entity_lo + el, s, -1, c->blob + c->used);
+        c->off[slot] = (uint32_t)c->used;
+        c->len[slot] = (uint32_t)n;
+        c->used += n;
+    }
+    *len = c->len[slot];
+    return c->blob + c->off[slot];
+}
+
+/* write one record; 0 when it does not fit */
+static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, const double *vals,
+                int32_t null_field, int32_t null_tag)
+{
+    const ts_series *se = &sim->series[s];
+    int64_t time_ns = sim->start_ns + epoch * sim->interval_ns;
+    int64_t nvals = 0;
+    for (int32_t f = 0; f < se->n_fields; f++)
+        nvals += !sim->fields[se->first_field + f].hidden && f != null_field;
+    if (k->fmt < 0) {
+        const ts_columns *c = k->cols;
+        int64_t i = k->res->rows;
+        if (i >= k->col_cap) return 0;
+        c->time[i] = time_ns;
+        c->entity[i] = sim->entity_lo + el;
+        c->series[i] = s;
+        c->null_tag[i] = null_tag;
+        double *row = c->values + i * c->width;
+        int32_t w = 0;
+        for (int32_t f = 0; f < se->n_fields && w < c->width; f++) {
+            if (sim->fields[se->first_field + f].hidden) continue;
+            row[w++] = f == null_field ? NAN : vals[f];
+        }
+        for (; w < c->width; w++) row[w] = NAN;
+    } else {
+        const ts_format_ops *ops = ts_formats[k->fmt];
+        if (k->cap - k->used < sim->bound[k->fmt][s]) return 0;
+        char *out = k->buf + k->used;
+        const char *stamp;
+        size_t stamp_len;
+        char local[TS_STAMP_MAX];
+        if (epoch == sim->stamp_epoch[k->fmt]) {
+            stamp = sim->stamp[k->fmt];
+            stamp_len = sim->stamp_len[k->fmt];
+        } else if (epoch == sim->t) {
+            sim->stamp_len[k->fmt] = ops->stamp(time_ns, sim->stamp[k->fmt]);
+            sim->stamp_epoch[k->fmt] = epoch;
+            stamp = sim->stamp[k->fmt];
+            stamp_len = sim->stamp_len[k->fmt];
+        } else {
+            stamp_len = ops->stamp(time_ns, local);
+            stamp = local;
+        }
+        size_t plen = 0;
+        const char *pfx = null_tag < 0 ? cached_prefix(sim, k->fmt, el, s, &plen) : NULL;
+        ts_rec r = {sim->entity_lo + el, s, time_ns, vals, null_field, null_tag};
+        if (!pfx) {
+            /* not cached (a null tag, or the cache budget is spent): build it now */
+            plen = ops->prefix(sim, r.entity, s, null_tag, sim->pfx_scratch);
+            pfx = sim->pfx_scratch;
+        }
+        k->used += ops->record(sim, &r, pfx, plen, stamp, stamp_len, out);
+    }
+    k->res->rows++;
+    k->res->values += nvals;
+    return 1;
+}
+
+/* ---- the fill loop ------------------------------------------------------------- */
+
+static int32_t next_due(const ts_sim *sim, size_t slot, int64_t t)
+{
+    const ts_pending *p = sim->pend + slot * (size_t)sim->pend_cap;
+    int32_t best = -1;
+    for (int32_t i = 0; i < sim->pend_n[slot]; i++)
+        if (p[i].due <= t && (best < 0 || p[i].epoch < p[best].epoch)) best = i;
+    return best;
+}
+
+static double *pend_vals(const ts_sim *sim, size_t slot, int32_t i)
+{
+    return sim->pend_vals + (slot * (size_t)sim->pend_cap + (size_t)i) * (size_t)sim->max_series_fields;
+}
+
+static void pend_remove(ts_sim *sim, size_t slot, int32_t i)
+{
+    int32_t last = --sim->pend_n[slot];
+    if (i != last) {
+        sim->pend[slot * (size_t)sim->pend_cap + (size_t)i] = sim->pend[slot * (size_t)sim->pend_cap + (size_t)last];
+        memcpy(pend_vals(sim, slot, i), pend_vals(sim, slot, last), sizeof(double) * (size_t)sim->max_series_fields);
+    }
+}
+
+static int32_t run(ts_sim *sim, sink *k, int64_t *marks, int64_t marks_cap)
+{
+    ts_fill_result *res = k->res;
+    res->first_epoch = sim->t;
+    res->n_marks = 0;
+    if (sim->n_entities == 0) sim->t = sim->total_epochs;
+    while (sim->t < sim->total_epochs) {
+        size_t slot = (size_t)sim->el * (size_t)sim->n_series + (size_t)sim->s;
+        if (sim->stage == 0) {
+            if (sim->pend_cap) {
+                int32_t i;
+                while ((i = next_due(sim, slot, sim->t)) >= 0) {
+                    const ts_pending *p = sim->pend + slot * (size_t)sim->pend_cap + (size_t)i;
+                    if (!emit(sim, k, sim->el, sim->s, p->epoch, pend_vals(sim, slot, i), p->null_field, p->null_tag))
+                        goto stop;
+                    pend_remove(sim, slot, i);
+                }
+            }
+            sim->stage = 1;
+        }
+        if (sim->t < sim->epochs) {
+            fate fa = entry_fate(sim, sim->el, sim->s, sim->t);
+            if (fa.deliver) {
+                series_values(sim, sim->el, sim->s, sim->scratch);
+                if (fa.delay == 0) {
+                    if (!emit(sim, k, sim->el, sim->s, sim->t, sim->scratch, fa.null_field, fa.null_tag))
+                        goto stop;
+                } else {
+                    int32_t i = sim->pend_n[slot]++;
+                    ts_pending *p = sim->pend + slot * (size_t)sim->pend_cap + (size_t)i;
+                    p->epoch = sim->t;
+                    p->due = sim->t + fa.delay;
+                    p->null_field = fa.null_field;
+                    p->null_tag = fa.null_tag;
+                    memcpy(pend_vals(sim, slot, i), sim->scratch, sizeof(double) * (size_t)sim->series[sim->s].n_fields);
+                }
+            }
+            series_advance(sim, sim->el, sim->s, (uint64_t)sim->t);
+        }
+        sim->stage = 0;
+        if (++sim->s == sim->n_series) {
+            sim->s = 0;
+            if (++sim->el == sim->n_entities) {
+                sim->el = 0;
+                sim->t++;
+                if (marks) {
+                    marks[res->n_marks++] = (int64_t)k->used;
+                    if (res->n_marks >= marks_cap - 1 && sim->t < sim->total_epochs) break;
+                }
+            }
+        }
+    }
+stop:
+    /* the open epoch's segment, if this call wrote into it */
+    if (marks && res->n_marks < marks_cap && k->used > (res->n_marks ? (uint64_t)marks[res->n_marks - 1] : 0))
+        marks[res->n_marks++] = (int64_t)k->used;
+    res->bytes = k->used;
+    res->epoch = sim->t;
+    res->done = sim->t >= sim->total_epochs;
+    return TS_OK;
+}
+
+int32_t ts_sim_fill(ts_sim *sim, int32_t fmt, char *buf, uint64_t cap, int64_t *marks, int64_t marks_cap,
+                    ts_fill_result *out)
+{
+    if (!sim || !out || !buf || fmt < 0 || fmt >= TS_FMT_COUNT) return TS_ERR_ARG;
+    if (marks && marks_cap < 2) return TS_ERR_ARG;
+    memset(out, 0, sizeof *out);
+    if (cap < ts_sim_record_bound(sim, fmt)) return TS_ERR_SPACE;
+    sink k = {fmt, buf, cap, 0, NULL, 0, out};
+    return run(sim, &k, marks, marks_cap);
+}
+
+int32_t ts_sim_fill_columns(ts_sim *sim, const ts_columns *cols, int64_t cap, ts_fill_result *out)
+{
+    if (!sim || !cols || !out || cap < 1 || cols->width < 0) return TS_ERR_ARG;
+    memset(out, 0, sizeof *out);
+    sink k = {-1, NULL, 0, 0, cols, cap, out};
+    return run(sim, &k, NULL, 0);
+}
+
+int32_t ts_sim_tag_values(const ts_sim *sim, int64_t entity, int32_t s, char *buf, uint64_t cap, int32_t *lens,
+                          int32_t lens_cap)
+{
+    if (!sim || s < 0 || s >= sim->n_series) return TS_ERR_ARG;
+    int32_t n = ts_series_ntags(sim, s);
+    if (n > lens_cap) return TS_ERR_SPACE;
+    uint64_t used = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (cap - used < ts_tag_value_bound(sim, s, i)) return TS_ERR_SPACE;
+        size_t m = ts_tag_value(sim, entity, s, i, buf + used);
+        lens[i] = (int32_t)m;
+        used += m;
+    }
+    return n;
+}
+
+uint64_t ts_format_doubles(const double *v, int64_t n, char *buf, uint64_t cap, int64_t *ends)
+{
+    uint64_t used = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (cap - used < TS_DOUBLE_MAX_CHARS) return used;
+        used += ts_format_double(v[i], buf + used);
+        ends[i] = (int64_t)used;
+    }
+    return used;
+}

@@ -1,0 +1,178 @@
+/*
+ * tsbench.h -- the whole C API of tsbench's core (phase 1, generate).
+ *
+ * The part between the CDEF markers is also the cffi cdef: keep it plain C
+ * declarations (no includes, no macros with expressions).
+ *
+ * Model: a schema declares series (measurements), their tags and fields with
+ * their evolutions; a simulator runs that schema over an entity range and a
+ * time range and fills caller-provided buffers with whole records, in one
+ * canonical order: for each epoch, for each entity, for each series.
+ *
+ * Every random draw is a pure function of (seed, entity, series, slot, tick,
+ * draw): values never depend on generation order, process count or format.
+ * No globals: each simulator owns its state; all inputs are copied.
+ */
+#ifndef TSBENCH_H
+#define TSBENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* CDEF BEGIN */
+#define TS_API_VERSION 1
+
+/* step distributions: normal(mean=a, sd=b) | uniform[a, b) | constant a */
+enum { TS_DIST_NORMAL = 0, TS_DIST_UNIFORM = 1, TS_DIST_CONST = 2 };
+
+/* evolutions; LIN and RATIO are derived from other fields' written values */
+enum {
+    TS_EVO_FRESH = 0,   /* a fresh draw every tick */
+    TS_EVO_WALK = 1,    /* state += step */
+    TS_EVO_CWALK = 2,   /* state += step, clamped into [lo, hi] */
+    TS_EVO_MWALK = 3,   /* state += |step| (a counter) */
+    TS_EVO_CONST = 4,   /* the initial value forever */
+    TS_EVO_LIN = 5,     /* k0 + k1 * v[src1] + k2 * v[src2] */
+    TS_EVO_RATIO = 6    /* k0 * v[src1] / v[src2] */
+};
+
+/* initial state: constant ia | uniform[ia, ib) | a draw of the step
+ * distribution | table value picked at random | table value picked by the
+ * choice made for a tag of the same series */
+enum { TS_INIT_CONST = 0, TS_INIT_UNIFORM = 1, TS_INIT_DRAW = 2,
+       TS_INIT_CHOICE = 3, TS_INIT_BY_TAG = 4 };
+
+enum { TS_TYPE_FLOAT = 0, TS_TYPE_INT = 1 };
+
+/* tag value parts: the value is the concatenation of its parts */
+enum {
+    TS_PART_LIT = 0,       /* string a */
+    TS_PART_ENTITY = 1,    /* (entity / x) % y (y = 0: no modulo), zero-padded to width */
+    TS_PART_INT = 2,       /* x + r % y, zero-padded to width */
+    TS_PART_CHOICE = 3,    /* string a + r % b */
+    TS_PART_CHOICE_BY = 4  /* strings picked by the choice of tag a (index in the series' tag
+                              list): itable[b + 2c] = first string, itable[b + 2c + 1] = count */
+};
+
+/* output formats of ts_sim_fill */
+enum { TS_FMT_INFLUX = 0, TS_FMT_CSV = 1, TS_FMT_COUNT = 2 };
+
+/* errors */
+enum { TS_OK = 0, TS_ERR_ARG = -1, TS_ERR_NOMEM = -2, TS_ERR_SPACE = -3 };
+
+typedef struct ts_field {
+    int32_t name;          /* string index */
+    int32_t type, evo, dist, init;
+    double a, b;           /* step distribution parameters */
+    double lo, hi;         /* CWALK bounds */
+    double ia, ib;         /* initial value parameters */
+    int32_t table_off, table_len;  /* INIT_CHOICE / INIT_BY_TAG values in schema.table */
+    int32_t tag;           /* INIT_BY_TAG: index in the series' tag list */
+    int32_t scale_by;      /* -1, or an earlier CONST field of the series: a, b, lo, hi,
+                              ia, ib are multiplied by its value */
+    int32_t src1, src2;    /* LIN / RATIO operands (field indices within the series) */
+    double k0, k1, k2;
+    double prob;           /* probability per tick that the state advances (lazy); 1 = always */
+    int32_t decimals;      /* >= 0: written value truncated to this many decimals; -1: off */
+    int32_t reset;         /* CWALK: on reaching lo the state jumps to hi (a refill) */
+    int32_t hidden;        /* state only: never written */
+} ts_field;
+
+typedef struct ts_part {
+    int32_t kind, width, a, b;
+    int64_t x, y;
+} ts_part;
+
+typedef struct ts_tag {
+    int32_t key;           /* string index */
+    int32_t first_part, n_parts;
+} ts_tag;
+
+typedef struct ts_series {
+    int32_t name;                  /* string index */
+    int32_t first_field, n_fields; /* into schema.fields */
+    int32_t first_tag, n_tags;     /* into schema.tags: the series' own tags, written after
+                                      the schema's n_entity_tags entity tags */
+} ts_series;
+
+/* imperfect delivery (iot); all probabilities 0 = perfect data */
+typedef struct ts_faults {
+    int32_t group_size;    /* each (entity, series) stream is cut into groups of this many epochs */
+    double group_drop;     /* per group: every entry dropped */
+    double group_late;     /* per group: every entry delivered group_size epochs late */
+    double entry_missing;  /* per entry: not delivered */
+    double entry_late;     /* per entry: delivered 1..max_delay epochs late */
+    double field_null;     /* per entry: one field (not the only one) is null */
+    double tag_null;       /* per entry: one tag (never the first) is null */
+    int32_t max_delay;
+} ts_faults;
+
+typedef struct ts_schema {
+    const char *strtab;         /* NUL-separated strings */
+    const int32_t *stroff;      /* n_strings + 1 offsets: string i is [stroff[i], stroff[i+1] - 1) */
+    int32_t n_strings;
+    const ts_part *parts; int32_t n_parts;
+    const ts_tag *tags; int32_t n_tags; int32_t n_entity_tags;  /* entity tags come first */
+    const ts_series *series; int32_t n_series;
+    const ts_field *fields; int32_t n_fields;
+    const double *table; int32_t n_table;
+    const int32_t *itable; int32_t n_itable;
+    ts_faults faults;
+} ts_schema;
+
+typedef struct ts_fill_result {
+    uint64_t bytes;        /* bytes written into buf (ts_sim_fill) */
+    int64_t rows;          /* records written */
+    int64_t values;        /* field values written (nulls and hidden fields excluded) */
+    int64_t first_epoch;   /* epoch of the first record of this call (emission order) */
+    int64_t n_marks;       /* epoch segments recorded in marks */
+    int64_t epoch;         /* position after the call: the epoch being emitted */
+    int32_t done;          /* 1 when the simulation has emitted everything */
+} ts_fill_result;
+
+/* columnar output: one entry per record; values is row-major [cap][width],
+ * NaN where a field is null or the series has fewer fields than width */
+typedef struct ts_columns {
+    int64_t *time;         /* ns since the epoch */
+    int64_t *entity;
+    int32_t *series;
+    int32_t *null_tag;     /* index in the series' tag list of the null tag, or -1 */
+    double *values;
+    int32_t width;
+} ts_columns;
+
+typedef struct ts_sim ts_sim;
+
+int32_t ts_api_version(void);
+const char *ts_build_id(void);
+
+/* a new simulator of entities [entity_lo, entity_hi) over epochs ticks of
+ * interval_ns from start_ns; NULL on error, with a message in err */
+ts_sim *ts_sim_new(const ts_schema *schema, uint64_t seed, int64_t entity_lo, int64_t entity_hi,
+                   int64_t start_ns, int64_t interval_ns, int64_t epochs,
+                   char *err, size_t err_cap);
+void ts_sim_free(ts_sim *sim);
+
+/* bytes a single record of the schema can take at most in format fmt */
+uint64_t ts_sim_record_bound(const ts_sim *sim, int32_t fmt);
+
+/* fill buf with whole records in format fmt, resuming where the last call
+ * stopped. marks (may be NULL) receives, per epoch touched, the end offset of
+ * that epoch's records in buf; the first is epoch out.first_epoch. The call
+ * stops when the next record or mark does not fit. */
+int32_t ts_sim_fill(ts_sim *sim, int32_t fmt, char *buf, uint64_t cap,
+                    int64_t *marks, int64_t marks_cap, ts_fill_result *out);
+
+/* the same records as columns; at most cap records */
+int32_t ts_sim_fill_columns(ts_sim *sim, const ts_columns *cols, int64_t cap, ts_fill_result *out);
+
+/* the tag values (unescaped) of one entity for one series, concatenated into
+ * buf with lens[i] = length of value i; returns the number of tags or < 0 */
+int32_t ts_sim_tag_values(const ts_sim *sim, int64_t entity, int32_t series,
+                          char *buf, uint64_t cap, int32_t *lens, int32_t lens_cap);
+
+/* shortest round-trip text of a double, positional (no exponent); returns length */
+uint64_t ts_format_doubles(const double *v, int64_t n, char *buf, uint64_t cap, int64_t *ends);
+/* CDEF END */
+
+#endif

@@ -1,0 +1,47 @@
+"""cffi builder of tsbench._native, the C core (used by setup.py's cffi_modules).
+
+The cdef is the marked part of csrc/tsbench.h, so the header stays the one
+description of the C API. The build id is a hash of every C source, so an
+out-of-date compiled module can be detected at import (see tsbench.native).
+"""
+
+import hashlib
+import pathlib
+
+from cffi import FFI
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CSRC = ROOT / "csrc"
+SOURCES = ["sim.c", "formats.c", "fmt_double.c"]
+
+
+def source_hash(csrc: pathlib.Path = CSRC) -> str:
+    """sha256 over the C sources and headers, in a fixed order (first 16 hex digits)."""
+    h = hashlib.sha256()
+    for p in sorted(list(csrc.glob("*.c")) + list(csrc.glob("*.h"))):
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cdef_text(header: pathlib.Path = CSRC / "tsbench.h") -> str:
+    text = header.read_text()
+    start = text.index("/* CDEF BEGIN */") + len("/* CDEF BEGIN */")
+    end = text.index("/* CDEF END */")
+    return text[start:end]
+
+
+ffibuilder = FFI()
+ffibuilder.cdef(cdef_text())
+ffibuilder.set_source(
+    "tsbench._native",
+    '#include "tsbench.h"\n',
+    sources=[str((CSRC / s).relative_to(ROOT)) for s in SOURCES],
+    include_dirs=[str(CSRC.relative_to(ROOT))],
+    define_macros=[("TS_BUILD_ID", f'"{source_hash()}"')],
+    extra_compile_args=["-O2", "-std=c11", "-fno-math-errno", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+    libraries=["m"],
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

@@ -1,0 +1,84 @@
+"""What a dataset is (phase 1 and every later phase): a DatasetSpec names the
+use case, scale, time range, seed and parameters; `resolve` turns it into the
+schema, the entity count and the epochs the simulator runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from .errors import UserError
+from .schema import Compiled, Schema, compile_schema
+from .timeutil import format_time, parse_duration, parse_time
+from .usecases import USE_CASES
+
+DEFAULT_START = "2016-01-01T00:00:00Z"
+
+
+class DatasetSpec(BaseModel):
+    """The generate options that define the data (not where it goes)."""
+
+    model_config = ConfigDict(extra="forbid")
+    use_case: str = "devops"
+    scale: int | None = None
+    start: str = DEFAULT_START
+    end: str | None = None
+    interval: str | None = None
+    seed: int = 1
+    params: dict[str, Any] = {}
+    schema_file: str | None = None
+
+
+@dataclass
+class Dataset:
+    spec: DatasetSpec
+    schema: Schema
+    compiled: Compiled
+    entities: int
+    start_ns: int
+    interval_ns: int
+    epochs: int
+
+    @property
+    def end_ns(self) -> int:
+        return self.start_ns + self.epochs * self.interval_ns
+
+    @property
+    def total_epochs(self) -> int:
+        """Epochs the simulator emits, with the tail where late records land."""
+        return self.epochs + (self.schema.faults.max_lateness if self.epochs else 0)
+
+    def group_range(self, group: int, groups: int) -> tuple[int, int]:
+        """Entities [lo, hi) of group `group` of `groups`: an exact split."""
+        return group * self.entities // groups, (group + 1) * self.entities // groups
+
+    def describe(self) -> dict:
+        """The resolved spec as plain data, for manifests."""
+        return {"use_case": self.spec.use_case, "scale": self.entities, "start": format_time(self.start_ns),
+                "end": format_time(self.end_ns), "interval_ns": self.interval_ns, "epochs": self.epochs,
+                "seed": self.spec.seed, "params": self.spec.params, "schema_file": self.spec.schema_file,
+                "schema": self.schema.name}
+
+
+def resolve(spec: DatasetSpec) -> Dataset:
+    if spec.use_case not in USE_CASES:
+        raise UserError(f"--use-case: unknown use case {spec.use_case!r} (one of {', '.join(USE_CASES)})")
+    cls = USE_CASES[spec.use_case]
+    if spec.use_case == "custom":
+        uc = cls(spec.params, schema_file=spec.schema_file)
+    else:
+        if spec.schema_file:
+            raise UserError("--schema: only the custom use case takes a schema file")
+        uc = cls(spec.params)
+    if not 0 <= spec.seed < 2 ** 64:
+        raise UserError("--seed: must be within 0 .. 2^64-1")
+    start = parse_time(spec.start, "--start")
+    end = parse_time(spec.end, "--end") if spec.end is not None else None
+    interval = parse_duration(spec.interval, "--interval") if spec.interval is not None else None
+    entities = uc.entities(spec.scale)
+    start, interval, epochs = uc.time_range(start, end, interval)
+    uc.interval_ns = interval
+    schema = uc.schema()
+    return Dataset(spec, schema, compile_schema(schema), entities, start, interval, epochs)

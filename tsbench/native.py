@@ -1,0 +1,184 @@
+"""The only module that touches cffi: thin wrappers over the C core (phase 1).
+
+Each wrapper allocates, makes one C call, checks, and returns. Importing this
+module checks that the compiled core matches the sources it was built from.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import UserError
+from .schema import Compiled
+
+API_VERSION = 1  # TS_API_VERSION of the csrc/tsbench.h this package was written against
+
+FORMATS = {"influx": 0, "csv": 1}  # TS_FMT_* values
+
+
+class StaleBuildError(ImportError):
+    pass
+
+
+try:
+    from . import _native
+except ImportError as exc:  # pragma: no cover - exercised by a fresh checkout without a build
+    raise StaleBuildError(f"tsbench: the C core is not built ({exc}); run: pip install -e .") from None
+
+ffi, lib = _native.ffi, _native.lib
+
+
+def _check_build() -> None:
+    if lib.ts_api_version() != API_VERSION:
+        raise StaleBuildError(
+            f"tsbench: the compiled C core has API version {lib.ts_api_version()}, "
+            f"the package expects {API_VERSION}; run: pip install -e .")
+    csrc = pathlib.Path(__file__).resolve().parent.parent / "csrc"
+    if (csrc / "tsbench.h").exists():
+        from ._ffi_build import source_hash
+
+        built, now = ffi.string(lib.ts_build_id()).decode(), source_hash(csrc)
+        if built != now:
+            raise StaleBuildError(
+                f"tsbench: the compiled C core is stale (built from sources {built}, csrc/ is now {now}); "
+                "run: pip install -e .")
+
+
+_check_build()
+
+_ERRORS = {-1: "bad argument", -2: "out of memory", -3: "buffer too small for one record"}
+
+
+def _check(rc: int, what: str) -> None:
+    if rc < 0:
+        raise RuntimeError(f"{what}: {_ERRORS.get(rc, rc)}")
+
+
+@dataclass
+class Fill:
+    """What one fill call produced."""
+
+    bytes: int
+    rows: int
+    values: int
+    first_epoch: int
+    n_marks: int
+    epoch: int
+    done: bool
+
+
+def _fill(res) -> Fill:
+    return Fill(res.bytes, res.rows, res.values, res.first_epoch, res.n_marks, res.epoch, bool(res.done))
+
+
+class Simulator:
+    """A C simulator of a compiled schema over entities [lo, hi) and `epochs`
+    ticks of `interval_ns` from `start_ns`."""
+
+    def __init__(self, compiled: Compiled, seed: int, entity_lo: int, entity_hi: int,
+                 start_ns: int, interval_ns: int, epochs: int):
+        keep = []
+
+        def arr(ctype: str, values):
+            a = ffi.new(f"{ctype}[]", max(len(values), 1))
+            for i, v in enumerate(values):
+                a[i] = v
+            keep.append(a)
+            return a
+
+        sc = ffi.new("ts_schema *")
+        strtab = ffi.new("char[]", compiled.strtab)
+        keep.append(strtab)
+        sc.strtab = strtab
+        sc.stroff = arr("int32_t", compiled.stroff)
+        sc.n_strings = len(compiled.stroff) - 1
+        parts = ffi.new("ts_part[]", max(len(compiled.parts), 1))
+        for i, (kind, width, a, b, x, y) in enumerate(compiled.parts):
+            parts[i] = {"kind": kind, "width": width, "a": a, "b": b, "x": x, "y": y}
+        sc.parts, sc.n_parts = parts, len(compiled.parts)
+        tags = ffi.new("ts_tag[]", max(len(compiled.tags), 1))
+        for i, (key, fp, np_) in enumerate(compiled.tags):
+            tags[i] = {"key": key, "first_part": fp, "n_parts": np_}
+        sc.tags, sc.n_tags, sc.n_entity_tags = tags, len(compiled.tags), compiled.n_entity_tags
+        series = ffi.new("ts_series[]", len(compiled.series))
+        for i, (name, ff, nf, ft, nt) in enumerate(compiled.series):
+            series[i] = {"name": name, "first_field": ff, "n_fields": nf, "first_tag": ft, "n_tags": nt}
+        sc.series, sc.n_series = series, len(compiled.series)
+        fields = ffi.new("ts_field[]", len(compiled.fields))
+        for i, f in enumerate(compiled.fields):
+            fields[i] = f
+        sc.fields, sc.n_fields = fields, len(compiled.fields)
+        sc.table, sc.n_table = arr("double", compiled.table), len(compiled.table)
+        sc.itable, sc.n_itable = arr("int32_t", compiled.itable), len(compiled.itable)
+        fa = compiled.faults
+        sc.faults = {"group_size": fa.group_size, "group_drop": fa.group_drop, "group_late": fa.group_late,
+                     "entry_missing": fa.entry_missing, "entry_late": fa.entry_late,
+                     "field_null": fa.field_null, "tag_null": fa.tag_null, "max_delay": fa.max_delay}
+        keep += [parts, tags, series, fields]
+        err = ffi.new("char[]", 512)
+        sim = lib.ts_sim_new(sc, seed & 0xFFFFFFFFFFFFFFFF, entity_lo, entity_hi, start_ns, interval_ns, epochs,
+                             err, 512)
+        if sim == ffi.NULL:
+            raise UserError(f"schema rejected by the C core: {ffi.string(err).decode()}")
+        self._sim = ffi.gc(sim, lib.ts_sim_free)
+        self._res = ffi.new("ts_fill_result *")
+        self.n_series = len(compiled.series)
+        self.max_tags = max(compiled.n_entity_tags + s[4] for s in compiled.series)
+
+    def record_bound(self, fmt: str) -> int:
+        return int(lib.ts_sim_record_bound(self._sim, FORMATS[fmt]))
+
+    def fill(self, fmt: str, buf, marks: np.ndarray | None = None) -> Fill:
+        """Fill `buf` (a writable buffer) with whole records; `marks` (int64) gets
+        the end offset of each epoch's records."""
+        cbuf = ffi.from_buffer(buf, require_writable=True)
+        if marks is None:
+            cm, mcap = ffi.NULL, 0
+        else:
+            cm, mcap = ffi.cast("int64_t *", marks.ctypes.data), len(marks)
+        _check(lib.ts_sim_fill(self._sim, FORMATS[fmt], cbuf, len(cbuf), cm, mcap, self._res), "fill")
+        return _fill(self._res)
+
+    def fill_columns(self, cap: int, width: int) -> tuple[Fill, dict[str, np.ndarray]]:
+        """Up to `cap` records as columns: time (ns), entity, series, null_tag,
+        values (cap x width, NaN where null)."""
+        cols = {"time": np.empty(cap, np.int64), "entity": np.empty(cap, np.int64),
+                "series": np.empty(cap, np.int32), "null_tag": np.empty(cap, np.int32),
+                "values": np.empty((cap, width), np.float64)}
+        c = ffi.new("ts_columns *")
+        c.time = ffi.cast("int64_t *", cols["time"].ctypes.data)
+        c.entity = ffi.cast("int64_t *", cols["entity"].ctypes.data)
+        c.series = ffi.cast("int32_t *", cols["series"].ctypes.data)
+        c.null_tag = ffi.cast("int32_t *", cols["null_tag"].ctypes.data)
+        c.values = ffi.cast("double *", cols["values"].ctypes.data)
+        c.width = width
+        _check(lib.ts_sim_fill_columns(self._sim, c, cap, self._res), "fill_columns")
+        res = _fill(self._res)
+        return res, {k: v[: res.rows] for k, v in cols.items()}
+
+    def tag_values(self, entity: int, series: int) -> list[str]:
+        """The tag values of one entity for one series, in declared order."""
+        buf = ffi.new("char[]", 1 << 16)
+        lens = ffi.new("int32_t[]", self.max_tags + 1)
+        n = lib.ts_sim_tag_values(self._sim, entity, series, buf, 1 << 16, lens, self.max_tags + 1)
+        _check(n, "tag_values")
+        raw = ffi.buffer(buf, sum(lens[i] for i in range(n)))[:]
+        out, pos = [], 0
+        for i in range(n):
+            out.append(raw[pos: pos + lens[i]].decode())
+            pos += lens[i]
+        return out
+
+
+def format_doubles(values: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """The shortest round-trip text of each double, concatenated, and the end offset of each."""
+    v = np.ascontiguousarray(values, dtype=np.float64)
+    cap = len(v) * 340 + 1
+    buf = ffi.new("char[]", cap)
+    ends = np.empty(len(v), np.int64)
+    n = lib.ts_format_doubles(ffi.cast("double *", v.ctypes.data), len(v), buf, cap,
+                              ffi.cast("int64_t *", ends.ctypes.data))
+    return ffi.buffer(buf, n)[:], ends
