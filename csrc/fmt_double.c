@@ -95,70 +95,94 @@ static inline void put8(char *p, uint32_t x)
     memcpy(p + 6, ts_dbl_pairs + 2 * (lo % 100), 2);
 }
 
-/* Writes the n decimal digits of f (n == dec_len(f) <= 19) at p[0..n). */
-static inline void put_digits(char *p, uint64_t f, int n)
+/* Writes f < 10^17 as exactly 17 digits (with leading zeros) at p. */
+static inline void put17(char *p, uint64_t f)
 {
-    char *end = p + n;
-    /* low eight-digit blocks */
-    while (f >= 100000000u) {
-        uint64_t q = f / 100000000u;
-        end -= 8;
-        put8(end, (uint32_t)(f - q * 100000000u));
-        f = q;
-    }
-    /* remaining 1..8 digits, two at a time from the right */
-    uint32_t x = (uint32_t)f;
-    while (x >= 100) {
-        uint32_t q = x / 100;
-        end -= 2;
-        memcpy(end, ts_dbl_pairs + 2 * (x - q * 100), 2);
-        x = q;
-    }
-    if (x >= 10) {
-        memcpy(end - 2, ts_dbl_pairs + 2 * x, 2);
-    } else {
-        end[-1] = (char)('0' + x);
-    }
+    uint64_t a = f / 100000000u;                 /* < 10^9 */
+    uint32_t lo = (uint32_t)(f - a * 100000000u);
+    uint32_t a1 = (uint32_t)a / 100000000u;      /* 0..9 */
+    uint32_t a8 = (uint32_t)a - a1 * 100000000u;
+    p[0] = (char)('0' + a1);
+    put8(p + 1, a8);
+    put8(p + 9, lo);
 }
 
+/* Number of '0' characters ending the 17-digit string d (not all zeros). */
+static inline int trailing_zeros17(const char *d)
+{
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* eight characters at a time: the last character is the top byte */
+    const uint64_t zeros = 0x3030303030303030u;
+    uint64_t w;
+    memcpy(&w, d + 9, 8);
+    w ^= zeros;
+    if (w != 0) return __builtin_clzll(w) >> 3;
+    memcpy(&w, d + 1, 8);
+    w ^= zeros;
+    if (w != 0) return 8 + (__builtin_clzll(w) >> 3);
+    return 16;
+#else
+    int n = 0;
+    while (d[16 - n] == '0') n++;
+    return n;
+#endif
+}
+
+/* Writes n '0's at p, eight at a time (may write up to 7 more; callers
+   overwrite them or stay within TS_DOUBLE_MAX_CHARS). */
 static inline char *put_zeros(char *p, int n)
 {
-    for (int i = 0; i < n; i++) p[i] = '0';
+    for (int i = 0; i < n; i += 8) memcpy(p + i, "00000000", 8);
     return p + n;
 }
 
 /*
- * Lays out the decimal f * 10^e (f >= 1) positionally at p; returns the end.
+ * Lays out the decimal f * 10^e (1 <= f < 10^17) positionally at p and
+ * returns the end.  May scribble up to 16 bytes past the end, but never
+ * beyond out + 40 or the end of the text, so within TS_DOUBLE_MAX_CHARS.
  */
-static char *put_decimal(char *p, uint64_t f, int e)
+static inline char *put_decimal(char *p, uint64_t f, int e)
 {
-    /* drop trailing zeros of f (f < 10^17, so at most 16 of them): one,
-       then any count 0..15 as 8 + 4 + 2 + 1 */
-    if (f % 10 == 0) {
-        f /= 10; e += 1;
-        if (f % 100000000 == 0) { f /= 100000000; e += 8; }
-        if (f % 10000 == 0) { f /= 10000; e += 4; }
-        if (f % 100 == 0) { f /= 100; e += 2; }
-        if (f % 10 == 0) { f /= 10; e += 1; }
-    }
+    char buf[40];
+    put17(buf, f);
+    memset(buf + 17, 0, 17);            /* keep the over-reads below defined */
     int n = dec_len(f);
-    int ip = n + e; /* digits before the decimal point */
+    const char *d = buf + 17 - n;       /* the n significant digits */
 
-    if (e >= 0) {                /* integral: digits then e zeros */
-        put_digits(p, f, n);
+    if (e >= 0) {                       /* integral: digits, then e zeros */
+        memcpy(p, d, 16);
+        p[16] = d[16];                  /* n may be 17 */
         return put_zeros(p + n, e);
     }
-    if (ip > 0) {                /* d..d.d..d */
-        put_digits(p + 1, f, n); /* write shifted right by one, */
-        for (int i = 0; i < ip; i++) p[i] = p[i + 1]; /* move the integer part back */
+    int tz = trailing_zeros17(buf);     /* drop trailing zeros of f */
+    if (tz > -e) tz = -e;               /* ... but only fractional ones */
+    n -= tz;
+    e += tz;
+    int ip = n + e;                     /* digits before the decimal point */
+
+    if (ip > 0) {                       /* d..d.d..d (here ip <= 16) */
+        if (e == 0) {                   /* f was a whole number after all */
+            memcpy(p, d, 16);
+            p[16] = d[16];
+            return p + n;
+        }
+        memcpy(p, d, 16);
         p[ip] = '.';
+        memcpy(p + ip + 1, d + ip, 16); /* n - ip <= 16 fractional digits */
         return p + n + 1;
     }
-    /* 0.00..0d..d */
-    p[0] = '0';
+    /* 0.00..0d..d with -ip zeros after the point */
+    if (ip >= -6) {                     /* common: at most six zeros */
+        memcpy(p, "0.000000", 8);
+        p += 2 - ip;
+        memcpy(p, d, 16);
+        p[16] = d[16];
+        return p + n;
+    }
+    p[0] = '0';                         /* tiny: exact copies only */
     p[1] = '.';
     p = put_zeros(p + 2, -ip);
-    put_digits(p, f, n);
+    for (int i = 0; i < n; i++) p[i] = d[i];
     return p + n;
 }
 
@@ -187,11 +211,8 @@ size_t ts_format_double(double v, char *out)
            (its neighbours are at most 1 away). */
         if (q <= 0 && q > -53) {
             uint64_t f = c >> -q;
-            if ((f << -q) == c) {
-                int n = dec_len(f);
-                put_digits(p, f, n);
-                return (size_t)(p + n - out);
-            }
+            if ((f << -q) == c)
+                return (size_t)(put_decimal(p, f, 0) - out);
         }
     } else {
         if (t == 0) { *p++ = '0'; return (size_t)(p - out); }
@@ -235,16 +256,14 @@ size_t ts_format_double(double v, char *out)
         f = s10 + wpin;
         e = k + 1;
     } else {
-        /* Full length: s or s+1, at least one of which is inside. */
-        int uin = vbl + out_ <= s << 2;
-        int win = ((s + 1) << 2) + out_ <= vbr;
-        if (uin != win) {
-            f = s + win;
-        } else {
-            /* both: the closer to v; on a tie the even one */
-            uint64_t mid = (s << 2) + 2;
-            f = s + (vb > mid || (vb == mid && (s & 1)));
-        }
+        /* Full length: s or s+1, at least one of which is inside; if both
+           are, the one closer to v, and on a tie the even one.  (Branch-free:
+           this choice is unpredictable.) */
+        uint64_t uin = vbl + out_ <= s << 2;
+        uint64_t win = ((s + 1) << 2) + out_ <= vbr;
+        uint64_t mid = (s << 2) + 2;      /* 4 * (s + 1/2) */
+        uint64_t closer_up = (vb > mid) | ((vb == mid) & s);
+        f = s + ((uin ^ 1) | (win & closer_up));
         e = k;
     }
 

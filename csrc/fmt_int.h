@@ -14,15 +14,17 @@ static const char ts_digit_pairs[201] =
 
 static inline int ts_count_digits(uint64_t v)
 {
-    int n = 1;
-    for (;;) {
-        if (v < 10) return n;
-        if (v < 100) return n + 1;
-        if (v < 1000) return n + 2;
-        if (v < 10000) return n + 3;
-        v /= 10000;
-        n += 4;
-    }
+    static const uint64_t pow10[20] = {
+        UINT64_C(1), UINT64_C(10), UINT64_C(100), UINT64_C(1000), UINT64_C(10000), UINT64_C(100000),
+        UINT64_C(1000000), UINT64_C(10000000), UINT64_C(100000000), UINT64_C(1000000000),
+        UINT64_C(10000000000), UINT64_C(100000000000), UINT64_C(1000000000000),
+        UINT64_C(10000000000000), UINT64_C(100000000000000), UINT64_C(1000000000000000),
+        UINT64_C(10000000000000000), UINT64_C(100000000000000000), UINT64_C(1000000000000000000),
+        UINT64_C(10000000000000000000)};
+    /* log10 from the bit length, then one correction */
+    uint64_t w = v | 1;   /* 0 has one digit; the low bit never changes the count */
+    int t = ((64 - __builtin_clzll(w)) * 1233) >> 12;
+    return t + (w >= pow10[t]);
 }
 
 /* writes v in decimal, returns the length */

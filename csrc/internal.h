@@ -22,6 +22,7 @@
 #define TS_J_INIT2 3
 
 #define TS_STAMP_MAX 48
+#define TS_PIECE_PAD 32    /* field pieces are copied 32 bytes at a time */
 #define TS_PREFIX_CACHE_MAX (64u << 20)
 
 /* one record as the serializers see it */
@@ -105,6 +106,7 @@ struct ts_sim {
     size_t stamp_len[TS_FMT_COUNT];
     char *piece[TS_FMT_COUNT];
     uint32_t *piece_off[TS_FMT_COUNT];  /* n_fields + 1 */
+    int32_t *visible;                 /* per series: fields that are not hidden */
     double *scratch;                  /* max_series_fields */
     char *pfx_scratch;                /* one uncached tag part */
 };

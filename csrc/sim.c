@@ -222,9 +222,11 @@ static inline double step_draw(const ts_sim *sim, const ts_field *fd, uint64_t k
     }
 }
 
+/* the stream of field f of a series: base is already a full hash of (seed,
+ * entity, series), and ts_draw mixes again, so an odd stride suffices */
 static inline uint64_t field_key(uint64_t base, int32_t f)
 {
-    return ts_mix64(base ^ ((uint64_t)(f + 1) * UINT64_C(0x2545f4914f6cdd1d)));
+    return base + (uint64_t)(f + 1) * UINT64_C(0x2545f4914f6cdd1d);
 }
 
 static void init_entity(ts_sim *sim, int64_t el)
@@ -375,7 +377,7 @@ void ts_sim_free(ts_sim *sim)
     free(sim->strtab); free(sim->stroff); free(sim->parts); free(sim->tags);
     free(sim->series); free(sim->fields); free(sim->table); free(sim->itable);
     free(sim->state); free(sim->pend); free(sim->pend_n); free(sim->pend_vals);
-    free(sim->scratch); free(sim->pfx_scratch);
+    free(sim->scratch); free(sim->pfx_scratch); free(sim->visible);
     for (int f = 0; f < TS_FMT_COUNT; f++) {
         free(sim->bound[f]); free(sim->piece[f]); free(sim->piece_off[f]);
         free(sim->cache[f].blob); free(sim->cache[f].off); free(sim->cache[f].len);
@@ -387,7 +389,7 @@ void ts_sim_free(ts_sim *sim)
 static int make_pieces(ts_sim *sim, int32_t fmt)
 {
     const ts_format_ops *ops = ts_formats[fmt];
-    size_t cap = 1;
+    size_t cap = 1 + TS_PIECE_PAD;
     for (int32_t f = 0; f < sim->n_fields; f++)
         cap += (size_t)ops->name_factor * ts_strlen(sim, sim->fields[f].name) + 4;
     sim->piece[fmt] = malloc(cap);
@@ -454,11 +456,15 @@ ts_sim *ts_sim_new(const ts_schema *sc, uint64_t seed, int64_t entity_lo, int64_
     sim->start_ns = start_ns;
     sim->interval_ns = interval_ns;
     sim->epochs = epochs;
-    for (int32_t s = 0; s < sim->n_series; s++)
+    sim->visible = calloc((size_t)sim->n_series, sizeof(int32_t));
+    for (int32_t s = 0; sim->visible && s < sim->n_series; s++) {
         if (sim->series[s].n_fields > sim->max_series_fields) sim->max_series_fields = sim->series[s].n_fields;
+        for (int32_t f = 0; f < sim->series[s].n_fields; f++)
+            sim->visible[s] += !sim->fields[sim->series[s].first_field + f].hidden;
+    }
     ts_zig_init(&sim->zig);
 
-    int ok = sim->strtab && sim->stroff && sim->parts && sim->tags && sim->series && sim->fields &&
+    int ok = sim->visible && sim->strtab && sim->stroff && sim->parts && sim->tags && sim->series && sim->fields &&
              sim->table && sim->itable;
     sim->state = malloc(sizeof(double) * (size_t)(sim->n_entities * sim->n_fields + 1));
     sim->scratch = malloc(sizeof(double) * (size_t)sim->max_series_fields);
@@ -556,9 +562,7 @@ static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, cons
 {
     const ts_series *se = &sim->series[s];
     int64_t time_ns = sim->start_ns + epoch * sim->interval_ns;
-    int64_t nvals = 0;
-    for (int32_t f = 0; f < se->n_fields; f++)
-        nvals += !sim->fields[se->first_field + f].hidden && f != null_field;
+    int64_t nvals = sim->visible[s] - (null_field >= 0);
     if (k->fmt < 0) {
         const ts_columns *c = k->cols;
         int64_t i = k->res->rows;
