@@ -30,7 +30,7 @@
 
 #include "pow10_table.h"
 
-typedef unsigned __int128 ts_u128;
+__extension__ typedef unsigned __int128 ts_u128;
 
 static const char ts_dbl_pairs[200] = {
     '0','0','0','1','0','2','0','3','0','4','0','5','0','6','0','7','0','8','0','9',
@@ -138,8 +138,9 @@ static inline char *put_zeros(char *p, int n)
 
 /*
  * Lays out the decimal f * 10^e (1 <= f < 10^17) positionally at p and
- * returns the end.  May scribble up to 16 bytes past the end, but never
- * beyond out + 40 or the end of the text, so within TS_DOUBLE_MAX_CHARS.
+ * returns the end.  Writes use fixed-size copies, so bytes past the end
+ * may be overwritten too, but only below max(out + 34, end + 7), which is
+ * within TS_DOUBLE_MAX_CHARS.
  */
 static inline char *put_decimal(char *p, uint64_t f, int e)
 {
@@ -250,8 +251,8 @@ size_t ts_format_double(double v, char *out)
     /* One digit shorter: the multiples of 10 around v.  Since R_v is less than
        10 units wide at most one of them can be inside. */
     uint64_t s10 = s / 10;
-    int upin = vbl + out_ <= (s10 * 10) << 2;      /* 10*s10 in R_v ? */
-    int wpin = ((s10 * 10 + 10) << 2) + out_ <= vbr; /* 10*s10+10 in R_v ? */
+    uint64_t upin = vbl + out_ <= (s10 * 10) << 2;        /* 10*s10 in R_v ? */
+    uint64_t wpin = ((s10 * 10 + 10) << 2) + out_ <= vbr; /* 10*s10+10 in R_v ? */
     if (upin != wpin) {
         f = s10 + wpin;
         e = k + 1;

@@ -571,6 +571,7 @@ static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, cons
         c->entity[i] = sim->entity_lo + el;
         c->series[i] = s;
         c->null_tag[i] = null_tag;
+        c->delay[i] = (int32_t)(sim->t - epoch);
         double *row = c->values + i * c->width;
         int32_t w = 0;
         for (int32_t f = 0; f < se->n_fields && w < c->width; f++) {

@@ -137,6 +137,7 @@ typedef struct ts_columns {
     int64_t *entity;
     int32_t *series;
     int32_t *null_tag;     /* index in the series' tag list of the null tag, or -1 */
+    int32_t *delay;        /* epochs the record was delivered late (0: on time) */
     double *values;
     int32_t width;
 } ts_columns;

@@ -144,15 +144,17 @@ class Simulator:
 
     def fill_columns(self, cap: int, width: int) -> tuple[Fill, dict[str, np.ndarray]]:
         """Up to `cap` records as columns: time (ns), entity, series, null_tag,
-        values (cap x width, NaN where null)."""
+        delay (epochs late), values (cap x width, NaN where null)."""
         cols = {"time": np.empty(cap, np.int64), "entity": np.empty(cap, np.int64),
                 "series": np.empty(cap, np.int32), "null_tag": np.empty(cap, np.int32),
+                "delay": np.empty(cap, np.int32),
                 "values": np.empty((cap, width), np.float64)}
         c = ffi.new("ts_columns *")
         c.time = ffi.cast("int64_t *", cols["time"].ctypes.data)
         c.entity = ffi.cast("int64_t *", cols["entity"].ctypes.data)
         c.series = ffi.cast("int32_t *", cols["series"].ctypes.data)
         c.null_tag = ffi.cast("int32_t *", cols["null_tag"].ctypes.data)
+        c.delay = ffi.cast("int32_t *", cols["delay"].ctypes.data)
         c.values = ffi.cast("double *", cols["values"].ctypes.data)
         c.width = width
         _check(lib.ts_sim_fill_columns(self._sim, c, cap, self._res), "fill_columns")

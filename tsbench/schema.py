@@ -271,6 +271,7 @@ class Schema:
     series: tuple[Series, ...]
     entity_tags: tuple[Tag, ...] = ()
     faults: Faults = field(default_factory=Faults)
+    origin: str = ""   # the file it was declared in, for error messages
 
     def series_tags(self, s: int) -> tuple[Tag, ...]:
         return self.entity_tags + self.series[s].tags
@@ -301,11 +302,12 @@ def compile_schema(schema: Schema) -> Compiled:
     """Validate a schema and flatten it for the C simulator; errors name the
     series, field or tag."""
     strings: list[bytes] = []
+    name = f"{schema.origin}: {schema.name}" if schema.origin else schema.name
 
     def s_idx(text: str) -> int:
         b = text.encode()
         if b"\x00" in b:
-            raise UserError(f"{schema.name}: NUL in {text!r}")
+            raise UserError(f"{name}: NUL in {text!r}")
         strings.append(b)
         return len(strings) - 1
 
@@ -360,18 +362,18 @@ def compile_schema(schema: Schema) -> Compiled:
     seen = set()
     for t in schema.entity_tags:
         if t.key in seen:
-            raise UserError(f"{schema.name}: tag {t.key!r} declared twice")
+            raise UserError(f"{name}: tag {t.key!r} declared twice")
         seen.add(t.key)
     for i, t in enumerate(schema.entity_tags):
-        add_tag(t, schema.entity_tags[:i], schema.name)
+        add_tag(t, schema.entity_tags[:i], name)
 
     series_out = []
     fields_out: list[dict] = []
     if not schema.series:
-        raise UserError(f"{schema.name}: no measurements")
+        raise UserError(f"{name}: no measurements")
     names = set()
     for si, se in enumerate(schema.series):
-        where = f"{schema.name} measurement {se.name!r}"
+        where = f"{name} measurement {se.name!r}"
         if not se.name or se.name in names:
             raise UserError(f"{where}: empty or repeated measurement name")
         names.add(se.name)
@@ -399,9 +401,9 @@ def compile_schema(schema: Schema) -> Compiled:
     for name in ("group_drop", "group_late", "entry_missing", "entry_late", "field_null", "tag_null"):
         v = getattr(fa, name)
         if not 0.0 <= v <= 1.0:
-            raise UserError(f"{schema.name}: fault probability {name}={v} is not within [0, 1]")
+            raise UserError(f"{name}: fault probability {name}={v} is not within [0, 1]")
     if fa.group_size < 1 or fa.max_delay < 1:
-        raise UserError(f"{schema.name}: group_size and max_delay must be >= 1")
+        raise UserError(f"{name}: group_size and max_delay must be >= 1")
     return Compiled(
         strtab=b"".join(b + b"\x00" for b in strings),
         stroff=stroff,

@@ -172,7 +172,9 @@ def _locate(loc: tuple, root: dict) -> str:
 
 
 def _explain(path: pathlib.Path, exc: ValidationError) -> str:
-    e = exc.errors()[0]
+    errors = exc.errors()
+    # an unknown key (a typo) explains the missing one it was meant to be: report it first
+    e = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
     loc = tuple(x for x in e["loc"] if not (isinstance(x, str) and (x in ("str", "float", "int") or "[" in x
                                                                          or x.startswith("literal"))))
     where = _locate(loc, {})
@@ -264,7 +266,7 @@ class Custom(UseCase):
         faults = Faults(group_size=fs.group_size, group_drop=fs.group_drop, group_late=fs.group_late,
                         entry_missing=fs.missing, entry_late=fs.late, field_null=fs.null_field,
                         tag_null=fs.null_tag, max_delay=fs.max_delay)
-        return Schema(sp.name, tuple(series), entity_tags=entity_tags, faults=faults)
+        return Schema(sp.name, tuple(series), entity_tags=entity_tags, faults=faults, origin=str(self.path))
 
 
 assert set(EVO) == set(FieldSpec.model_fields["evolution"].annotation.__args__)

@@ -1,0 +1,116 @@
+"""Shared helpers of the test suite: run the real command line, parse the
+formats back (test-side parsers, independent of the C serializers)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tsbench.dataset import DatasetSpec, resolve
+
+
+def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """`python -m tsbench ARGS` in a subprocess, as a user runs it."""
+    p = subprocess.run([sys.executable, "-m", "tsbench", *args], capture_output=True)
+    if check and p.returncode != 0:
+        raise AssertionError(f"tsbench {' '.join(args)} failed: {p.stderr.decode()}")
+    return p
+
+
+def generate_bytes(tmp_path, *args: str, name: str = "out.dat") -> bytes:
+    out = tmp_path / name
+    run_cli("generate", "-q", "-o", str(out), *args)
+    return out.read_bytes()
+
+
+def dataset(**kw):
+    return resolve(DatasetSpec(**kw))
+
+
+def _unescape(s: str) -> str:
+    return s.replace("\\,", ",").replace("\\ ", " ").replace("\\=", "=").replace("\\\\", "\\")
+
+
+def _split(s: str, sep: str) -> list[str]:
+    """Split on sep where it is not escaped with a backslash."""
+    out, cur, i = [], [], 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s):
+            cur.append(s[i:i + 2])
+            i += 2
+            continue
+        if c == sep:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    out.append("".join(cur))
+    return out
+
+
+def parse_influx(text: str):
+    """Yield (measurement, {tag: value}, {field: float|int}, ts_ns) per line."""
+    for line in text.splitlines():
+        head, fields, ts = _split(line, " ")
+        parts = _split(head, ",")
+        tags = {}
+        for kv in parts[1:]:
+            k, v = _split(kv, "=")
+            tags[_unescape(k)] = _unescape(v)
+        vals = {}
+        for kv in _split(fields, ","):
+            k, v = _split(kv, "=")
+            vals[_unescape(k)] = int(v[:-1]) if v.endswith("i") else float(v)
+        yield _unescape(parts[0]), tags, vals, int(ts)
+
+
+def parse_csv(text: str, schema):
+    """Yield (measurement, {tag: value|None}, {field: float|int|None}, ts_ns) per line."""
+    import datetime as dt
+
+    names = {se.name: i for i, se in enumerate(schema.series)}
+    for row in csv.reader(io.StringIO(text)):
+        s = names[row[0]]
+        tags_decl = schema.series_tags(s)
+        fields_decl = [f for f in schema.series[s].fields if not f.hidden]
+        t = dt.datetime.fromisoformat(row[1].replace("Z", "+00:00"))
+        ts = int(round(t.timestamp())) * 1_000_000_000
+        tvals = row[2: 2 + len(tags_decl)]
+        fvals = row[2 + len(tags_decl):]
+        assert len(fvals) == len(fields_decl)
+        tags = {tg.key: (v if v != "" else None) for tg, v in zip(tags_decl, tvals)}
+        vals = {}
+        for f, v in zip(fields_decl, fvals):
+            vals[f.name] = None if v == "" else (int(v) if f.type == "int" else float(v))
+        yield row[0], tags, vals, ts
+
+
+def columns(ds, lo=None, hi=None, seed=None):
+    """The columnar output of a whole dataset slice (one C call per 1M records)."""
+    from tsbench.native import Simulator
+
+    lo = 0 if lo is None else lo
+    hi = ds.entities if hi is None else hi
+    sim = Simulator(ds.compiled, ds.spec.seed if seed is None else seed, lo, hi, ds.start_ns, ds.interval_ns,
+                    ds.epochs)
+    width = max(sum(1 for f in se.fields if not f.hidden) for se in ds.schema.series)
+    parts = []
+    while True:
+        r, cols = sim.fill_columns(1 << 20, width)
+        parts.append(cols)
+        if r.done:
+            break
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}, sim
+
+
+@pytest.fixture
+def small_devops():
+    return dataset(use_case="devops", scale=3, end="2016-01-01T01:00:00Z", seed=7)
