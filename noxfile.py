@@ -1,0 +1,21 @@
+"""Developer sessions: `nox -s tests` (the test suite) and `nox -s bench`
+(generation throughput, CPU and memory figures)."""
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Install tsbench with its test extras (compiling the C core) and run pytest."""
+    session.install(".[test]")
+    session.run("pytest", "-q", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """devops, 100 hosts x 1 day, influx format to /dev/null, with 1 and 2 processes."""
+    session.install(".")
+    session.run("python", "-m", "tsbench.bench", *session.posargs)

@@ -1,0 +1,97 @@
+"""synthetic (inch / ingen) and custom (YAML) use cases, and the manifest."""
+
+import json
+import math
+
+import numpy as np
+
+from conftest import columns, dataset, generate_bytes, parse_influx, run_cli
+
+
+def test_inch_style_cardinality():
+    ds = dataset(use_case="synthetic", params={"tags": "10,10,10", "points": 5, "measurements": 2, "fields": 3})
+    assert ds.entities == 1000 and ds.epochs == 5
+    cols, sim = columns(ds)
+    assert len(cols["time"]) == 1000 * 2 * 5
+    combos = {tuple(sim.tag_values(e, 0)) for e in range(1000)}
+    assert len(combos) == 1000
+    assert sim.tag_values(0, 0) == ["value0", "value0", "value0"]
+    assert sim.tag_values(123, 1) == ["value1", "value2", "value3"]
+    assert cols["values"].shape[1] == 3 and (cols["values"] >= 0).all() and (cols["values"] <= 100).all()
+
+
+def test_ingen_style_shards():
+    ds = dataset(use_case="synthetic", params={"tags": "4,3", "shards": 12, "points_per_shard": 250})
+    assert ds.entities == 12
+    assert ds.epochs == 3000 and ds.interval_ns == 86_400_000_000_000 // 250
+    assert ds.end_ns - ds.start_ns == 12 * 86_400_000_000_000
+
+
+def test_replication_lag_example(tmp_path):
+    ds = dataset(use_case="custom", schema_file="experiments/schemas/replication_lag.yaml")
+    assert ds.entities == 1 and ds.interval_ns == 10_000_000_000
+    assert ds.epochs == 4_730_400      # 1.5 years every 10 s, "almost 5 million records"
+    text = generate_bytes(tmp_path, "--use-case", "custom", "--schema", "experiments/schemas/replication_lag.yaml",
+                          "--end", "2016-01-02T00:00:00Z").decode()
+    rows = list(parse_influx(text))
+    assert len(rows) == 8640
+    assert all(m == "replication_data" and t == {"host": "mytesthost"} for m, t, _, _ in rows)
+    for _, _, vals, _ in rows:
+        assert list(vals) == ["receive_lag_kb", "replay_lag_kb", "seconds_since_last_commit"]
+        assert all(isinstance(v, int) and v >= 0 for v in vals.values())
+    assert len({v["receive_lag_kb"] for _, _, v, _ in rows}) > 100
+
+
+def test_custom_schema_features(tmp_path):
+    f = tmp_path / "s.yaml"
+    f.write_text("""
+name: features
+scale: 4
+tags:
+  site: "site_{entity:02}"
+  zone: {choice: [north, south]}
+  rack: {choice_by: {tag: zone, values: {north: [n1, n2], south: [s1]}}}
+measurements:
+  - name: pump
+    tags:
+      serial: "{int:0..9}-{choice:a|b}"
+    fields:
+      - {name: cap, type: float, evolution: constant, initial: {by_tag: {tag: zone, values: {north: 10, south: 20}}}}
+      - {name: level, type: float, evolution: clamped_walk, step: {uniform: [-1, 1]}, min: 0, max: 1,
+         initial: {uniform: [0, 1]}, scale_by: cap, decimals: 2}
+      - {name: pct, evolution: ratio, ratio: {num: level, den: cap, scale: 100}}
+      - {name: n, type: int, evolution: monotonic_walk, step: {constant: 2}}
+      - {name: spare, type: int, evolution: linear, terms: {n: 1}, constant: 1}
+      - {name: hidden_state, evolution: fresh, step: {normal: [0, 1]}, initial: draw, hidden: true}
+""")
+    ds = dataset(use_case="custom", schema_file=str(f), end="2016-01-01T00:10:00Z")
+    cols, sim = columns(ds)
+    assert len(cols["time"]) == 4 * 60 and cols["values"].shape[1] == 5
+    for e in range(4):
+        site, zone, rack, serial = sim.tag_values(e, 0)
+        assert site == f"site_{e:02d}" and rack in {"north": {"n1", "n2"}, "south": {"s1"}}[zone]
+        assert serial[0].isdigit() and serial[1:] in ("-a", "-b")
+        v = cols["values"][cols["entity"] == e]
+        cap = {"north": 10, "south": 20}[zone]
+        assert (v[:, 0] == cap).all() and (v[:, 1] >= 0).all() and (v[:, 1] <= cap).all()
+        assert np.allclose(v[:, 1] * 100, np.round(v[:, 1] * 100), atol=1e-9)
+        assert np.allclose(v[:, 2], 100 * v[:, 1] / cap)
+        assert (v[:, 3] == 2 * np.arange(60)).all() and (v[:, 4] == v[:, 3] + 1).all()
+
+
+def test_manifest_next_to_the_file(tmp_path):
+    import hashlib
+
+    out = tmp_path / "d.csv"
+    run_cli("generate", "-q", "--scale", "2", "--end", "2016-01-01T00:05:00Z", "--format", "csv", "-o", str(out))
+    m = json.loads((tmp_path / "d.csv.manifest.json").read_text())
+    data = out.read_bytes()
+    assert m["rows"] == data.count(b"\n") == 2 * 30 * 9 and m["values"] == 2 * 30 * 101
+    assert m["bytes"] == m["file_bytes"] == len(data)
+    assert m["sha256"] == hashlib.sha256(data).hexdigest()
+    assert m["spec"]["use_case"] == "devops" and m["spec"]["seed"] == 1 and m["format"] == "csv"
+
+
+def test_stdout_when_piped():
+    p = run_cli("generate", "--scale", "1", "--end", "2016-01-01T00:00:20Z")
+    assert p.stdout.count(b"\n") == 18 and p.stderr == b""

@@ -1,0 +1,86 @@
+"""Benchmark of phase 1 (`nox -s bench`): times `python -m tsbench generate`
+as a whole command and prints rows/s, values/s, MB/s, CPU seconds and peak RSS
+for 1 and 2 processes. Figures come from a benchmark, never from timed tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import psutil
+
+
+def measure(args: list[str]) -> dict:
+    """Run one command; sample the RSS of its whole process tree every 10 ms."""
+    t0 = time.perf_counter()
+    proc = psutil.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak_total = peak_one = 0
+    cpu = {}
+    while proc.poll() is None:
+        try:
+            procs = [proc] + proc.children(recursive=True)
+            rss = []
+            for p in procs:
+                try:
+                    rss.append(p.memory_info().rss)
+                    ct = p.cpu_times()
+                    cpu[p.pid] = ct.user + ct.system + ct.children_user + ct.children_system
+                except psutil.NoSuchProcess:
+                    pass
+            peak_total, peak_one = max(peak_total, sum(rss)), max(peak_one, max(rss, default=0))
+        except psutil.NoSuchProcess:
+            pass
+        time.sleep(0.01)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"benchmark command failed: {proc.stderr.read().decode()}")
+    return {"wall": wall, "peak_total": peak_total, "peak_one": peak_one}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--scale", type=int, default=100)
+    ap.add_argument("--end", default="2016-01-02T00:00:00Z")
+    ap.add_argument("--format", default="influx")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--processes", default="1,2")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        # the manifest of one real run gives the row and value counts
+        probe = os.path.join(d, "probe")
+        subprocess.run([sys.executable, "-m", "tsbench", "generate", "-q", "--scale", str(a.scale), "--end", a.end,
+                        "--seed", "123", "--format", a.format, "-o", probe], check=True)
+        m = json.load(open(probe + ".manifest.json"))
+        os.unlink(probe)
+    rows, values, nbytes = m["rows"], m["values"], m["bytes"]
+    print(f"devops-like workload: {a.scale} entities, {m['spec']['epochs']} epochs, {a.format}: "
+          f"{rows:,} rows, {values:,} values, {nbytes / 1e6:,.0f} MB; {a.runs} runs each, medians")
+    print(f"{'processes':>9} {'seconds':>8} {'rows/s':>12} {'values/s':>13} {'MB/s':>8} {'CPU s':>7} "
+          f"{'RSS max proc':>13} {'RSS all procs':>14}")
+    for p in [int(x) for x in a.processes.split(",")]:
+        cmd = [sys.executable, "-m", "tsbench", "generate", "-q", "--scale", str(a.scale), "--end", a.end,
+               "--seed", "123", "--format", a.format, "-o", "/dev/null", "--processes", str(p)]
+        runs = []
+        for _ in range(a.runs):
+            before = os.times()
+            r = measure(cmd)
+            after = os.times()
+            r["cpu"] = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+            runs.append(r)
+        wall = statistics.median(r["wall"] for r in runs)
+        cpu = statistics.median(r["cpu"] for r in runs)
+        print(f"{p:>9} {wall:>8.2f} {rows / wall:>12,.0f} {values / wall:>13,.0f} {nbytes / wall / 1e6:>8,.0f} "
+              f"{cpu:>7.2f} {max(r['peak_one'] for r in runs) / 2**20:>10.1f} MB "
+              f"{max(r['peak_total'] for r in runs) / 2**20:>11.1f} MB")
+    print("wall time includes interpreter start-up and import (~0.3 s).")
+
+
+if __name__ == "__main__":
+    main()
