@@ -10,12 +10,12 @@ nox.options.reuse_existing_virtualenvs = True
 @nox.session
 def tests(session: nox.Session) -> None:
     """Install tsbench with its test extras (compiling the C core) and run pytest."""
-    session.install(".[test]")
+    session.install("-e", ".[test]")   # in place: the tests import the source tree
     session.run("pytest", "-q", *session.posargs)
 
 
 @nox.session
 def bench(session: nox.Session) -> None:
     """devops, 100 hosts x 1 day, influx format to /dev/null, with 1 and 2 processes."""
-    session.install(".")
+    session.install("-e", ".")
     session.run("python", "-m", "tsbench.bench", *session.posargs)
