@@ -48,13 +48,49 @@ static inline size_t ts_fmt_u64(uint64_t v, char *out)
     return (size_t)n;
 }
 
+/* like ts_fmt_u64 without counting digits first; writes 20 bytes at out
+ * whatever the length (the caller's room covers it) */
+static inline size_t ts_fmt_u64_wide(uint64_t v, char *out)
+{
+    char tmp[40];
+    char *end = tmp + 20, *p = end;
+    if (v >> 32) {
+        while (v >= 100000000) {
+            uint32_t low = (uint32_t)(v % 100000000);
+            v /= 100000000;
+            for (int i = 0; i < 4; i++) {
+                unsigned d = (low % 100) * 2;
+                low /= 100;
+                *--p = ts_digit_pairs[d + 1];
+                *--p = ts_digit_pairs[d];
+            }
+        }
+    }
+    uint32_t w = (uint32_t)v;
+    while (w >= 100) {
+        unsigned d = (w % 100) * 2;
+        w /= 100;
+        *--p = ts_digit_pairs[d + 1];
+        *--p = ts_digit_pairs[d];
+    }
+    if (w >= 10) {
+        *--p = ts_digit_pairs[w * 2 + 1];
+        *--p = ts_digit_pairs[w * 2];
+    } else {
+        *--p = (char)('0' + w);
+    }
+    memcpy(out, p, 20);
+    return (size_t)(end - p);
+}
+
+/* a signed integer in the record hot path; writes up to 21 bytes at out */
 static inline size_t ts_fmt_i64(int64_t v, char *out)
 {
     if (v < 0) {
         *out = '-';
-        return 1 + ts_fmt_u64((uint64_t)0 - (uint64_t)v, out + 1);
+        return 1 + ts_fmt_u64_wide((uint64_t)0 - (uint64_t)v, out + 1);
     }
-    return ts_fmt_u64((uint64_t)v, out);
+    return ts_fmt_u64_wide((uint64_t)v, out);
 }
 
 /* zero-padded to at least width digits */
