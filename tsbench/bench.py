@@ -18,26 +18,27 @@ import psutil
 
 
 def measure(args: list[str]) -> dict:
-    """Run one command; sample the RSS of its whole process tree every 10 ms."""
+    """Run one command; sample the memory of its whole process tree every 20 ms:
+    the largest RSS of one process, and the sum of PSS (shared pages once)."""
     t0 = time.perf_counter()
     proc = psutil.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak_total = peak_one = 0
-    cpu = {}
     while proc.poll() is None:
         try:
             procs = [proc] + proc.children(recursive=True)
-            rss = []
+            rss, pss = [], []
             for p in procs:
                 try:
-                    rss.append(p.memory_info().rss)
+                    mi = p.memory_full_info()
+                    rss.append(mi.rss)
+                    pss.append(mi.pss)
                     ct = p.cpu_times()
-                    cpu[p.pid] = ct.user + ct.system + ct.children_user + ct.children_system
                 except psutil.NoSuchProcess:
                     pass
-            peak_total, peak_one = max(peak_total, sum(rss)), max(peak_one, max(rss, default=0))
+            peak_total, peak_one = max(peak_total, sum(pss)), max(peak_one, max(rss, default=0))
         except psutil.NoSuchProcess:
             pass
-        time.sleep(0.01)
+        time.sleep(0.02)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"benchmark command failed: {proc.stderr.read().decode()}")
@@ -63,7 +64,7 @@ def main() -> None:
     print(f"devops-like workload: {a.scale} entities, {m['spec']['epochs']} epochs, {a.format}: "
           f"{rows:,} rows, {values:,} values, {nbytes / 1e6:,.0f} MB; {a.runs} runs each, medians")
     print(f"{'processes':>9} {'seconds':>8} {'rows/s':>12} {'values/s':>13} {'MB/s':>8} {'CPU s':>7} "
-          f"{'RSS max proc':>13} {'RSS all procs':>14}")
+          f"{'RSS max proc':>13} {'PSS all procs':>14}")
     for p in [int(x) for x in a.processes.split(",")]:
         cmd = [sys.executable, "-m", "tsbench", "generate", "-q", "--scale", str(a.scale), "--end", a.end,
                "--seed", "123", "--format", a.format, "-o", "/dev/null", "--processes", str(p)]
@@ -79,7 +80,8 @@ def main() -> None:
         print(f"{p:>9} {wall:>8.2f} {rows / wall:>12,.0f} {values / wall:>13,.0f} {nbytes / wall / 1e6:>8,.0f} "
               f"{cpu:>7.2f} {max(r['peak_one'] for r in runs) / 2**20:>10.1f} MB "
               f"{max(r['peak_total'] for r in runs) / 2**20:>11.1f} MB")
-    print("wall time includes interpreter start-up and import (~0.3 s).")
+    print("seconds: median wall time of the whole command, interpreter start-up and imports included;")
+    print("CPU s: user + system of all its processes.")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,8 @@ from .errors import UserError
 from .native import FORMATS, Simulator
 
 BUF_BYTES = 256 << 10     # one fill's buffer (fits the L2 cache)
+SLOT_BYTES = 4 << 20      # a worker's buffer: large, so the hand-offs between processes are few
+SLOTS = 3                 # buffers per worker: it fills one while the parent writes the others
 MARKS = 1 << 16           # epoch marks per fill
 COMPRESSIONS = ("none", "gzip", "zstd")
 
@@ -198,11 +200,11 @@ def _run_parallel(ds: Dataset, fmt: str, lo: int, hi: int, processes: int, sink:
                   progress: Progress) -> Totals:
     ctx = mp.get_context("fork")
     bound = Simulator(ds.compiled, ds.spec.seed, lo, lo, ds.start_ns, ds.interval_ns, ds.epochs).record_bound(fmt)
-    size = max(BUF_BYTES, 2 * bound)
+    size = max(SLOT_BYTES, 2 * bound)
     workers: list[_Worker] = []
     for i in range(processes):
         wlo, whi = lo + i * (hi - lo) // processes, lo + (i + 1) * (hi - lo) // processes
-        slots = [(mmap.mmap(-1, size), mmap.mmap(-1, MARKS * 8)) for _ in range(2)]
+        slots = [(mmap.mmap(-1, size), mmap.mmap(-1, MARKS * 8)) for _ in range(SLOTS)]
         parent, child = ctx.Pipe()
         proc = ctx.Process(target=_worker_main, args=(ds, fmt, wlo, whi, slots, child), daemon=True)
         proc.start()
