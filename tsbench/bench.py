@@ -18,7 +18,7 @@ import psutil
 
 
 def measure(args: list[str]) -> dict:
-    """Run one command; sample the memory of its whole process tree every 20 ms:
+    """Run one command; sample the memory of its whole process tree every 100 ms:
     the largest RSS of one process, and the sum of PSS (shared pages once)."""
     t0 = time.perf_counter()
     proc = psutil.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -38,7 +38,7 @@ def measure(args: list[str]) -> dict:
             peak_total, peak_one = max(peak_total, sum(pss)), max(peak_one, max(rss, default=0))
         except psutil.NoSuchProcess:
             pass
-        time.sleep(0.02)
+        time.sleep(0.1)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"benchmark command failed: {proc.stderr.read().decode()}")
