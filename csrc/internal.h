@@ -19,7 +19,6 @@
 /* draw indices within a tick */
 #define TS_J_LAZY 1
 #define TS_J_INIT 2
-#define TS_J_INIT2 3
 
 #define TS_STAMP_MAX 48
 #define TS_PIECE_PAD 32    /* field pieces are copied 32 bytes at a time */

@@ -1,7 +1,6 @@
 """synthetic (inch / ingen) and custom (YAML) use cases, and the manifest."""
 
 import json
-import math
 
 import numpy as np
 

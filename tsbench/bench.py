@@ -32,7 +32,6 @@ def measure(args: list[str]) -> dict:
                     mi = p.memory_full_info()
                     rss.append(mi.rss)
                     pss.append(mi.pss)
-                    ct = p.cpu_times()
                 except psutil.NoSuchProcess:
                     pass
             peak_total, peak_one = max(peak_total, sum(pss)), max(peak_one, max(rss, default=0))

@@ -100,7 +100,7 @@ class Sink:
 
     def close(self) -> None:
         if self._z is not None:
-            self._z.close() if self.compression == "gzip" else self._z.flush(__import__("zstandard").FLUSH_FRAME)
+            self._z.close()   # ends the gzip member / zstd frame; the file itself is closed below
         self.raw.flush()
         if not self.to_stdout:
             self.raw.close()
@@ -296,7 +296,6 @@ def generate_file(ds: Dataset, fmt: str, path: str, compression: str, group: int
     }
     if sink.regular:
         pathlib.Path(path + ".manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        return manifest
     return manifest
 
 

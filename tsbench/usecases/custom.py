@@ -164,7 +164,7 @@ def _field(f: FieldSpec, where: str) -> Field:
                  decimals=f.decimals, prob=f.probability, reset=f.refill, hidden=f.hidden, scale_by=f.scale_by)
 
 
-def _locate(loc: tuple, root: dict) -> str:
+def _locate(loc: tuple) -> str:
     out = ""
     for x in loc:
         out += f"[{x}]" if isinstance(x, int) else (f".{x}" if out else str(x))
@@ -177,7 +177,7 @@ def _explain(path: pathlib.Path, exc: ValidationError) -> str:
     e = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
     loc = tuple(x for x in e["loc"] if not (isinstance(x, str) and (x in ("str", "float", "int") or "[" in x
                                                                          or x.startswith("literal"))))
-    where = _locate(loc, {})
+    where = _locate(loc)
     if e["type"] == "extra_forbidden":
         bad = loc[-1]
         model = _model_at(loc[:-1])
@@ -227,10 +227,6 @@ def load_schema_file(path: str | pathlib.Path) -> SchemaSpec:
         return SchemaSpec(**raw)
     except ValidationError as exc:
         raise UserError(_explain(p, exc)) from None
-
-
-class CustomParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class Custom(UseCase):
