@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 /* CDEF BEGIN */
-#define TS_API_VERSION 1
+#define TS_API_VERSION 2
 
 /* step distributions: normal(mean=a, sd=b) | uniform[a, b) | constant a */
 enum { TS_DIST_NORMAL = 0, TS_DIST_UNIFORM = 1, TS_DIST_CONST = 2 };
@@ -174,6 +174,45 @@ int32_t ts_sim_tag_values(const ts_sim *sim, int64_t entity, int32_t series,
 
 /* shortest round-trip text of a double, positional (no exponent); returns length */
 uint64_t ts_format_doubles(const double *v, int64_t n, char *buf, uint64_t cap, int64_t *ends);
+/* ---- batch cutting (phase 2: load) ---------------------------------------------------- */
+
+/* what one cut took: whole records only */
+typedef struct {
+    uint64_t bytes;        /* bytes of the records taken, newlines included */
+    uint64_t rows;         /* records (non-blank lines) */
+    uint64_t values;       /* field values: influx fields; csv non-empty field columns */
+} ts_cut_result;
+
+/* the measurements of a CSV file: names (concatenated, name_off has n+1
+ * offsets) and, per measurement, the tag columns between time and fields */
+typedef struct {
+    const char *names;
+    const uint32_t *name_off;
+    const uint32_t *n_tags;
+    uint32_t n;
+} ts_csv_layout;
+
+/* one measurement's share of a split batch: dst[offset, offset+bytes) */
+typedef struct {
+    uint64_t offset;
+    uint64_t bytes;
+    uint64_t rows;
+    uint64_t values;
+} ts_part_out;
+
+/* take up to max_rows whole records from buf[0, len). A trailing line with no
+ * newline is taken only when final != 0. layout is needed for csv values and
+ * may be NULL otherwise. Returns 0, or < 0 (-4: a csv line names a
+ * measurement the layout lacks; out->bytes is that line's offset). */
+int32_t ts_cut(int32_t fmt, const ts_csv_layout *layout, const char *buf, uint64_t len,
+               uint64_t max_rows, int32_t final, ts_cut_result *out);
+
+/* copy the csv records of buf[0, len) into dst grouped by measurement, each
+ * line without its measurement column; parts[i] tells where measurement i's
+ * lines are (dst_cap >= len suffices). Returns 0 or < 0 as ts_cut (-4 with
+ * *err_pos = the offending line's offset). */
+int32_t ts_split_csv(const ts_csv_layout *layout, const char *buf, uint64_t len,
+                     char *dst, uint64_t dst_cap, ts_part_out *parts, uint64_t *err_pos);
 /* CDEF END */
 
 #endif

@@ -1,6 +1,10 @@
-"""The one error type users see: a UserError's message is printed as one line
-by the CLI (no traceback). Every phase raises it for bad input."""
+"""Errors every phase shares. A UserError is printed as one line (cli.main)."""
 
 
 class UserError(Exception):
-    """Bad input: the message names the option, or the file and field, and the fix."""
+    """Bad input or an unusable environment: one line naming the option, file or fix."""
+
+
+class ServerError(UserError):
+    """A server tsbench runs could not be installed, started or reached; the text
+    carries the server's own words (the tail of its log or its answer)."""

@@ -14,7 +14,7 @@ import numpy as np
 from .errors import UserError
 from .schema import Compiled
 
-API_VERSION = 1  # TS_API_VERSION of the csrc/tsbench.h this package was written against
+API_VERSION = 2  # TS_API_VERSION of the csrc/tsbench.h this package was written against
 
 FORMATS = {"influx": 0, "csv": 1}  # TS_FMT_* values
 
@@ -184,3 +184,67 @@ def format_doubles(values: np.ndarray) -> tuple[bytes, np.ndarray]:
     n = lib.ts_format_doubles(ffi.cast("double *", v.ctypes.data), len(v), buf, cap,
                               ffi.cast("int64_t *", ends.ctypes.data))
     return ffi.buffer(buf, n)[:], ends
+
+
+# ---- phase 2: cutting data files into batches ---------------------------------------------
+
+@dataclass
+class Cut:
+    bytes: int
+    rows: int
+    values: int
+
+
+class CsvLayout:
+    """The measurements of a CSV data file and their tag counts (ts_csv_layout)."""
+
+    def __init__(self, tables: list[tuple[str, int]]):
+        self.names = [n for n, _ in tables]
+        enc = [n.encode() for n in self.names]
+        off = [0]
+        for e in enc:
+            off.append(off[-1] + len(e))
+        self._strs = ffi.new("char[]", b"".join(enc) or b"\0")
+        self._off = ffi.new("uint32_t[]", off)
+        self._tags = ffi.new("uint32_t[]", [t for _, t in tables] or [0])
+        self.c = ffi.new("ts_csv_layout *", {"names": self._strs, "name_off": self._off,
+                                             "n_tags": self._tags, "n": len(tables)})
+
+
+class CsvMeasurementError(UserError):
+    def __init__(self, line: bytes, known: list[str]):
+        name = line.split(b",", 1)[0].decode("utf-8", "replace")
+        super().__init__(f"CSV data names measurement {name!r}, which the dataset lacks "
+                         f"(measurements: {', '.join(known)})")
+
+
+def cut(fmt: str, buf, start: int, end: int, max_rows: int, final: bool,
+        layout: CsvLayout | None = None) -> Cut:
+    """Whole records of buf[start:end], at most max_rows (the last partial line
+    only when final)."""
+    cbuf = ffi.from_buffer(buf)
+    res = ffi.new("ts_cut_result *")
+    rc = lib.ts_cut(FORMATS[fmt], layout.c if layout else ffi.NULL, cbuf + start, end - start, max_rows,
+                    1 if final else 0, res)
+    if rc == -4:
+        pos = start + res.bytes
+        raise CsvMeasurementError(bytes(buf[pos: pos + 200]), layout.names)
+    _check(rc, "cut")
+    return Cut(res.bytes, res.rows, res.values)
+
+
+def split_csv(layout: CsvLayout, data) -> tuple[bytearray, list[Cut | None]]:
+    """CSV records grouped by measurement, each line without its measurement
+    column: (buffer, per measurement a Cut whose `bytes` is (offset, length) or None)."""
+    src = ffi.from_buffer(data)
+    dst = bytearray(max(len(src), 1))
+    parts = ffi.new("ts_part_out[]", max(len(layout.names), 1))
+    err = ffi.new("uint64_t *")
+    rc = lib.ts_split_csv(layout.c, src, len(src), ffi.from_buffer(dst, require_writable=True), len(dst),
+                          parts, err)
+    if rc == -4:
+        raise CsvMeasurementError(bytes(data[err[0]: err[0] + 200]), layout.names)
+    _check(rc, "split_csv")
+    out = [(int(p.offset), int(p.bytes), int(p.rows), int(p.values)) if p.rows else None
+           for p in (parts[i] for i in range(len(layout.names)))]
+    return dst, out

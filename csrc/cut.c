@@ -1,0 +1,215 @@
+/* Batch cutting for the load phase: find whole records in a buffer read from
+ * a data file, count rows and values, and split CSV by measurement. Scans use
+ * memchr and a 16-byte compare loop; a slow byte-by-byte path handles quoted
+ * strings and escapes in influx lines. */
+
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "tsbench.h"
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+static uint64_t count_byte(const char *p, size_t n, char c)
+{
+    uint64_t cnt = 0;
+#ifdef __SSE2__
+    const __m128i v = _mm_set1_epi8(c);
+    while (n >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        cnt += (uint64_t)__builtin_popcount((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, v)));
+        p += 16;
+        n -= 16;
+    }
+#endif
+    while (n--)
+        cnt += (*p++ == c);
+    return cnt;
+}
+
+/* influx fields of line [s, e), careful path: escapes and quoted strings */
+static uint64_t influx_values_slow(const char *s, const char *e)
+{
+    const char *p = s;
+    /* skip measurement and tags: up to the first unescaped space */
+    while (p < e && *p != ' ') {
+        if (*p == '\\' && p + 1 < e)
+            p++;
+        p++;
+    }
+    if (p >= e)
+        return 0;
+    p++;
+    uint64_t n = 1;
+    int quoted = 0;
+    for (; p < e; p++) {
+        char c = *p;
+        if (c == '\\' && p + 1 < e) {
+            p++;
+            continue;
+        }
+        if (c == '"')
+            quoted = !quoted;
+        else if (!quoted && c == ',')
+            n++;
+        else if (!quoted && c == ' ')
+            break;
+    }
+    return n;
+}
+
+/* influx fields of line [s, e) (no newline) */
+static uint64_t influx_values(const char *s, const char *e)
+{
+    const char *sp1 = memchr(s, ' ', (size_t)(e - s));
+    if (!sp1 || (sp1 > s && sp1[-1] == '\\'))
+        return influx_values_slow(s, e);
+    const char *f = sp1 + 1;
+    size_t n = (size_t)(e - f);
+    if (memchr(f, '"', n) || memchr(f, '\\', n))
+        return influx_values_slow(s, e);
+    const char *sp2 = memrchr(f, ' ', n);
+    const char *fe = sp2 ? sp2 : e;
+    return count_byte(f, (size_t)(fe - f), ',') + 1;
+}
+
+/* which layout measurement a csv line [s, e) starts with; -1 if none */
+static int32_t csv_table(const ts_csv_layout *L, const char *s, const char *e, int32_t hint)
+{
+    const char *c = memchr(s, ',', (size_t)(e - s));
+    size_t len = c ? (size_t)(c - s) : (size_t)(e - s);
+    if (hint >= 0 && (size_t)(L->name_off[hint + 1] - L->name_off[hint]) == len &&
+        memcmp(L->names + L->name_off[hint], s, len) == 0)
+        return hint;
+    for (uint32_t i = 0; i < L->n; i++)
+        if ((size_t)(L->name_off[i + 1] - L->name_off[i]) == len && memcmp(L->names + L->name_off[i], s, len) == 0)
+            return (int32_t)i;
+    return -1;
+}
+
+/* non-empty columns of a csv line [s, e) after the first `skip` columns */
+static uint64_t csv_values(const char *s, const char *e, uint32_t skip)
+{
+    const char *p = s;
+    for (uint32_t k = 0; k < skip; k++) {
+        const char *c = memchr(p, ',', (size_t)(e - p));
+        if (!c)
+            return 0;
+        p = c + 1;
+    }
+    uint64_t n = 0;
+    const char *col = p;
+    for (;; p++) {
+        if (p == e || *p == ',') {
+            n += (p > col);
+            if (p == e)
+                return n;
+            col = p + 1;
+        }
+    }
+}
+
+int32_t ts_cut(int32_t fmt, const ts_csv_layout *layout, const char *buf, uint64_t len,
+               uint64_t max_rows, int32_t final, ts_cut_result *out)
+{
+    if (!buf || !out || fmt < 0 || fmt >= TS_FMT_COUNT)
+        return -1;
+    const char *p = buf, *end = buf + len;
+    uint64_t rows = 0, values = 0;
+    int32_t hint = -1;
+    while (rows < max_rows && p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl;
+        if (!nl) {
+            if (!final)
+                break;
+            le = end;
+        }
+        if (le > p && le[-1] == '\r')
+            le--;
+        if (le > p) {
+            rows++;
+            if (fmt == TS_FMT_INFLUX) {
+                values += influx_values(p, le);
+            } else if (layout) {
+                int32_t t = csv_table(layout, p, le, hint);
+                if (t < 0) {
+                    out->bytes = (uint64_t)(p - buf);
+                    out->rows = rows - 1;
+                    out->values = values;
+                    return -4;
+                }
+                hint = t;
+                values += csv_values(p, le, 2 + layout->n_tags[t]);
+            }
+        }
+        p = nl ? nl + 1 : end;
+    }
+    out->bytes = (uint64_t)(p - buf);
+    out->rows = rows;
+    out->values = values;
+    return 0;
+}
+
+int32_t ts_split_csv(const ts_csv_layout *L, const char *buf, uint64_t len,
+                     char *dst, uint64_t dst_cap, ts_part_out *parts, uint64_t *err_pos)
+{
+    if (!L || !buf || !dst || !parts || dst_cap < len)
+        return -1;
+    const char *end = buf + len;
+    for (uint32_t i = 0; i < L->n; i++)
+        parts[i] = (ts_part_out){0, 0, 0, 0};
+    /* pass 1: bytes per measurement */
+    int32_t hint = -1;
+    for (const char *p = buf; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        if (le > p) {
+            int32_t t = csv_table(L, p, le, hint);
+            if (t < 0) {
+                if (err_pos)
+                    *err_pos = (uint64_t)(p - buf);
+                return -4;
+            }
+            hint = t;
+            uint64_t name = L->name_off[t + 1] - L->name_off[t];
+            uint64_t linelen = (uint64_t)(le - p);
+            /* drop "name," and keep a newline */
+            parts[t].bytes += (linelen > name ? linelen - name - 1 : 0) + 1;
+            parts[t].rows++;
+            parts[t].values += csv_values(p, le, 2 + L->n_tags[t]);
+        }
+        p = nl ? nl + 1 : end;
+    }
+    uint64_t off = 0;
+    for (uint32_t i = 0; i < L->n; i++) {
+        parts[i].offset = off;
+        off += parts[i].bytes;
+    }
+    if (off > dst_cap)
+        return -3;
+    /* pass 2: copy */
+    uint64_t *fill = (uint64_t *)__builtin_alloca(sizeof(uint64_t) * (L->n ? L->n : 1));
+    for (uint32_t i = 0; i < L->n; i++)
+        fill[i] = parts[i].offset;
+    hint = -1;
+    for (const char *p = buf; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        if (le > p) {
+            int32_t t = csv_table(L, p, le, hint);
+            hint = t;
+            uint64_t name = L->name_off[t + 1] - L->name_off[t];
+            uint64_t linelen = (uint64_t)(le - p);
+            if (linelen > name + 1) {
+                memcpy(dst + fill[t], p + name + 1, linelen - name - 1);
+                fill[t] += linelen - name - 1;
+            }
+            dst[fill[t]++] = '\n';
+        }
+        p = nl ? nl + 1 : end;
+    }
+    return 0;
+}

@@ -1,0 +1,122 @@
+"""Cutting a data file into batches of whole records (phase 2: load).
+
+Uncompressed files are memory-mapped: a batch is a view into the mapping, so
+nothing is copied between the page cache and the socket. Compressed files are
+streamed through the decompressor into fresh chunks. Record boundaries, row
+and value counts come from the C core (native.cut); no Python per row."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import pathlib
+from typing import Iterator
+
+from . import native
+from .errors import UserError
+from .targets.base import Batch, Tables
+
+CHUNK = 32 << 20
+
+
+def csv_layout(tables: Tables) -> native.CsvLayout:
+    return native.CsvLayout([(t.name, len(t.tags)) for t in tables])
+
+
+def byte_ranges(path: str | os.PathLike, parts: int) -> list[tuple[int, int]]:
+    """Split a file into `parts` byte ranges that start and end on record boundaries."""
+    size = os.path.getsize(path)
+    cuts = [0]
+    with open(path, "rb") as f:
+        for i in range(1, parts):
+            pos = max(size * i // parts, cuts[-1])
+            f.seek(pos)
+            if pos > 0:
+                f.seek(pos - 1)
+                line = f.readline()           # to the end of the record pos falls in
+                pos = pos - 1 + len(line)
+            cuts.append(min(pos, size))
+    cuts.append(size)
+    return [(cuts[i], cuts[i + 1]) for i in range(parts)]
+
+
+def _open_stream(path: pathlib.Path, compression: str):
+    if compression == "gzip":
+        import gzip
+
+        return gzip.open(path, "rb")
+    if compression == "zstd":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
+    return open(path, "rb")
+
+
+class BatchReader:
+    """Iterate the batches of `batch_rows` whole records of one data file
+    (or one byte range of an uncompressed one)."""
+
+    def __init__(self, path: str | os.PathLike, fmt: str, batch_rows: int, compression: str = "none",
+                 layout: native.CsvLayout | None = None, byte_range: tuple[int, int] | None = None):
+        if batch_rows < 1:
+            raise UserError(f"--batch-size: must be at least 1 row, got {batch_rows}")
+        if fmt not in native.FORMATS:
+            raise UserError(f"unknown data format {fmt!r} (one of {', '.join(native.FORMATS)})")
+        if byte_range is not None and compression != "none":
+            raise UserError("several load processes need an uncompressed data file")
+        self.path = pathlib.Path(path)
+        self.fmt = fmt
+        self.batch_rows = batch_rows
+        self.compression = compression
+        self.layout = layout
+        self.byte_range = byte_range
+
+    def __iter__(self) -> Iterator[Batch]:
+        if self.compression == "none":
+            return self._mapped()
+        return self._streamed()
+
+    def _mapped(self) -> Iterator[Batch]:
+        size = os.path.getsize(self.path)
+        lo, hi = self.byte_range or (0, size)
+        if hi <= lo:
+            return
+        with open(self.path, "rb") as f:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        mm.madvise(mmap.MADV_SEQUENTIAL)
+        view = memoryview(mm)
+        pos = lo
+        while pos < hi:
+            c = native.cut(self.fmt, mm, pos, hi, self.batch_rows, True, self.layout)
+            if c.bytes == 0:
+                break
+            if c.rows:
+                yield Batch(view[pos: pos + c.bytes], c.rows, c.values)
+            pos += c.bytes
+
+    def _streamed(self) -> Iterator[Batch]:
+        with _open_stream(self.path, self.compression) as f:
+            buf, start, filled, eof = bytearray(CHUNK), 0, 0, False
+            while True:
+                while start < filled:
+                    c = native.cut(self.fmt, buf, start, filled, self.batch_rows, eof, self.layout)
+                    if c.rows < self.batch_rows and not eof:
+                        break               # a partial batch: read more first
+                    if c.bytes == 0:
+                        break
+                    if c.rows:
+                        yield Batch(memoryview(buf)[start: start + c.bytes], c.rows, c.values)
+                    start += c.bytes
+                if eof:
+                    return
+                tail = filled - start
+                size = CHUNK if tail < CHUNK // 2 else 2 * tail + CHUNK
+                nb = bytearray(size)        # a new chunk: batches in flight keep the old one
+                nb[:tail] = buf[start:filled]
+                buf, start, filled = nb, 0, tail
+                while filled < len(buf):
+                    n = f.readinto(memoryview(buf)[filled:])
+                    if not n:
+                        eof = True
+                        break
+                    filled += n

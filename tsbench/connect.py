@@ -1,0 +1,48 @@
+"""Reaching a target (phases 2-5): `server: local` installs and starts the
+target's server in a fresh instance (or makes a fresh in-process database),
+a URL uses a server someone else runs. The server stops when the block ends."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+from . import servers, targets
+from .servers.base import Server, home
+from .targets.base import Target
+
+
+@dataclass
+class Connection:
+    target: Target
+    server: Server | None           # the local server tsbench started, if any
+    datadir: str | None
+
+
+@contextlib.asynccontextmanager
+async def connect(target_name: str, server: str = "local", options: dict | None = None,
+                  server_options: dict | None = None, ports: dict | None = None, keep_server: bool = False,
+                  name: str | None = None, instance_dir=None):
+    cls = targets.get(target_name)
+    cls.parse_options(options or {})           # bad options fail before any install
+    srv, datadir = None, None
+    if server == "local":
+        if cls.server_kind is None:
+            url = cls.local_url(instance_dir or home() / "servers" / (name or cls.name))
+        else:
+            srv = servers.get(cls.server_kind)(name=name, instance_dir=instance_dir, ports=ports,
+                                                options=server_options)
+            srv.start()
+            url, datadir = srv.url, str(srv.datadir)
+    else:
+        url = server
+    try:
+        t = cls(url, options)
+        await t.open()
+        try:
+            yield Connection(t, srv, datadir)
+        finally:
+            await t.close()
+    finally:
+        if srv is not None and not keep_server:
+            srv.stop()

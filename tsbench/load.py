@@ -1,0 +1,314 @@
+"""Phase 2: load a data file into a target and prove nothing was lost.
+
+N asyncio workers keep N batches in flight (optionally in several processes,
+each with its own workers over a byte range of the file). A push-back from
+the server (Retryable) is retried after a jittered exponential backoff; a
+Fatal stops the load with the server's own words. A sampler records rows,
+values and bytes acknowledged every second. After the timed part: verify the
+target's count against the generated count, compact (untimed) and measure
+disk bytes."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing as mp
+import os
+import random
+import resource
+import sys
+import time
+from dataclasses import dataclass, field
+
+from .batches import BatchReader, byte_ranges, csv_layout
+from .datafile import DataFile
+from .errors import UserError
+from .targets.base import Fatal, Retryable, Target, Tables
+
+# shared counters, one row per process: rows, values, bytes, batches, backoffs, backoff_us
+N_COUNTERS = 6
+
+
+class LoadError(UserError):
+    """A load that failed: the server's words, or a count shortfall."""
+
+
+@dataclass
+class LoadOptions:
+    workers: int = 4
+    batch_size: int = 10_000
+    processes: int = 1
+    if_exists: str = "abort"
+    verify: bool = True
+    compact: bool = True
+    backoff_base: float = 0.05      # seconds, doubled per consecutive push-back of a batch
+    backoff_cap: float = 5.0
+    give_up_after: float = 300.0    # seconds of push-back on one batch before failing
+    progress: bool = True
+
+    def check(self) -> None:
+        if self.workers < 1:
+            raise UserError(f"--workers: must be at least 1, got {self.workers}")
+        if self.batch_size < 1:
+            raise UserError(f"--batch-size: must be at least 1 row, got {self.batch_size}")
+        if self.processes < 1:
+            raise UserError(f"--processes: must be at least 1, got {self.processes}")
+
+
+@dataclass
+class LoadResult:
+    target: str
+    url: str | None
+    rows: int = 0
+    values: int = 0
+    bytes: int = 0
+    batches: int = 0
+    seconds: float = 0.0
+    client_cpu_seconds: float = 0.0
+    backoffs: int = 0
+    backoff_seconds: float = 0.0
+    expected: int = 0
+    counted: int | None = None
+    count_unit: str = "rows"
+    verified: bool | None = None
+    compact_seconds: float | None = None
+    disk: dict = field(default_factory=dict)
+    timeline: list = field(default_factory=list)
+    status: str = "ok"
+    reason: str = ""
+
+    def summary(self) -> dict:
+        s = self.seconds or float("nan")
+        return {
+            "target": self.target, "url": self.url, "status": self.status, "reason": self.reason,
+            "rows": self.rows, "values": self.values, "bytes": self.bytes, "batches": self.batches,
+            "seconds": round(self.seconds, 3),
+            "rows_per_s": round(self.rows / s, 1) if self.seconds else None,
+            "values_per_s": round(self.values / s, 1) if self.seconds else None,
+            "mb_per_s": round(self.bytes / s / 1e6, 2) if self.seconds else None,
+            "client_cpu_seconds": round(self.client_cpu_seconds, 3),
+            "backoffs": self.backoffs, "backoff_seconds": round(self.backoff_seconds, 3),
+            "verify": {"unit": self.count_unit, "expected": self.expected, "counted": self.counted,
+                       "ok": self.verified},
+            "compact_seconds": None if self.compact_seconds is None else round(self.compact_seconds, 3),
+            "disk": self.disk, "timeline": self.timeline,
+        }
+
+
+# ---- one process: workers over a batch iterator ---------------------------------------------
+
+async def _pump(target: Target, batches, opts: LoadOptions, counters, slot: int) -> None:
+    """Keep opts.workers batches in flight until the iterator is exhausted."""
+    base = slot * N_COUNTERS
+    queue: asyncio.Queue = asyncio.Queue(maxsize=opts.workers)
+    rng = random.Random(slot)
+
+    async def send(b) -> None:
+        attempt, first = 0, None
+        while True:
+            try:
+                await target.write(b)
+                break
+            except Retryable as exc:
+                now = time.monotonic()
+                first = first or now
+                if now - first > opts.give_up_after:
+                    raise LoadError(f"gave up after {now - first:.0f} s of push-back on one batch: {exc}") from None
+                pause = rng.uniform(0, min(opts.backoff_cap, opts.backoff_base * (2 ** attempt)))
+                attempt += 1
+                counters[base + 4] += 1
+                counters[base + 5] += int(pause * 1e6)
+                await asyncio.sleep(pause)
+        counters[base + 0] += b.rows
+        counters[base + 1] += b.values
+        counters[base + 2] += b.nbytes
+        counters[base + 3] += 1
+
+    async def worker() -> None:
+        while True:
+            b = await queue.get()
+            if b is None:
+                return
+            await send(b)
+
+    async def producer() -> None:
+        for b in batches:
+            await queue.put(b)
+        for _ in range(opts.workers):
+            await queue.put(None)
+
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(producer())
+        for _ in range(opts.workers):
+            tg.create_task(worker())
+
+
+def _first_error(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _child(target_cls, url, options, df_path, fmt, compression, tables, rng_, opts, counters, slot, errq):
+    """A load process: its own target connection and workers over one byte range."""
+    asyncio.events._set_running_loop(None)   # forked from inside the parent's running loop
+
+    async def go():
+        t = target_cls(url, options)
+        await t.open()
+        try:
+            layout = csv_layout(tables) if fmt == "csv" else None
+            await _pump(t, BatchReader(df_path, fmt, opts.batch_size, compression, layout, rng_), opts,
+                        counters, slot)
+        finally:
+            await t.close()
+    try:
+        asyncio.run(go())
+    except BaseException as exc:       # reported to the parent in one line
+        e = _first_error(exc)
+        errq.put(str(e) or type(e).__name__)
+        os._exit(1)
+    os._exit(0)
+
+
+# ---- the phase ------------------------------------------------------------------------------
+
+class _Sampler:
+    """Every second: cumulative rows, values, bytes and backoffs, and the rates."""
+
+    def __init__(self, counters, processes: int, total_rows: int, label: str, show: bool):
+        self.c, self.p = counters, processes
+        self.timeline: list[dict] = []
+        self.t0 = time.perf_counter()
+        self.bar = None
+        if show and sys.stderr.isatty():
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+                                TextColumn("{task.fields[rate]}"), TimeRemainingColumn(), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(label, total=max(total_rows, 1), rate="")
+
+    def totals(self) -> list[int]:
+        return [sum(self.c[i * N_COUNTERS + k] for i in range(self.p)) for k in range(N_COUNTERS)]
+
+    def sample(self) -> None:
+        t = time.perf_counter() - self.t0
+        rows, values, nbytes, batches, backoffs, _ = self.totals()
+        prev = self.timeline[-1] if self.timeline else {"t": 0.0, "rows": 0, "values": 0, "bytes": 0}
+        dt = max(t - prev["t"], 1e-9)
+        rec = {"t": round(t, 3), "rows": rows, "values": values, "bytes": nbytes, "batches": batches,
+               "backoffs": backoffs, "rows_per_s": round((rows - prev["rows"]) / dt, 1),
+               "values_per_s": round((values - prev["values"]) / dt, 1),
+               "mb_per_s": round((nbytes - prev["bytes"]) / dt / 1e6, 3)}
+        self.timeline.append(rec)
+        if self.bar is not None:
+            self.bar.update(self.task, completed=rows,
+                            rate=f"{rec['rows_per_s']:,.0f} rows/s {rec['mb_per_s']:,.1f} MB/s")
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(1.0 - ((time.perf_counter() - self.t0) % 1.0))
+            self.sample()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _cpu_self() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _cpu_children() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | None = None) -> LoadResult:
+    """Create, load (timed), verify, compact and measure. Raises LoadError on failure
+    (the partial result is in exc.result)."""
+    opts.check()
+    cls = type(target)
+    if opts.processes > 1 and not cls.multiprocess:
+        raise UserError(f"--processes: target {cls.name} loads from one process only")
+    if not cls.accepts(df.format):
+        raise UserError(f"target {cls.name} loads {cls.format} data; {df.path} is {df.format} "
+                        f"(generate it with --format {cls.format})")
+    tables: Tables = df.tables()
+    res = LoadResult(cls.name, target.url, count_unit=cls.count_unit,
+                     expected=df.rows if cls.count_unit == "rows" else df.values)
+    await target.create(tables, opts.if_exists)
+    counters = mp.RawArray("q", N_COUNTERS * opts.processes)
+    sampler = _Sampler(counters, opts.processes, df.rows, f"load {cls.name}", opts.progress)
+    cpu0, cpuc0 = _cpu_self(), _cpu_children()
+    ticker = asyncio.create_task(sampler.run())
+    try:
+        try:
+            if opts.processes == 1:
+                layout = csv_layout(tables) if df.format == "csv" else None
+                await _pump(target, BatchReader(df.path, df.format, opts.batch_size, df.compression, layout),
+                            opts, counters, 0)
+            else:
+                await _load_processes(target, df, tables, opts, counters)
+        except BaseException as exc:
+            e = _first_error(exc)
+            if isinstance(e, (Fatal, Retryable, LoadError)):
+                raise LoadError(f"load into {cls.name} failed: {e}") from None
+            raise e from None
+        finally:
+            ticker.cancel()
+            res.seconds = time.perf_counter() - sampler.t0
+            res.client_cpu_seconds = (_cpu_self() - cpu0) + (_cpu_children() - cpuc0)
+            sampler.sample()
+            sampler.close()
+            res.timeline = sampler.timeline
+            res.rows, res.values, res.bytes, res.batches, res.backoffs, us = sampler.totals()
+            res.backoff_seconds = us / 1e6
+        await target.flush()
+        if opts.verify:
+            res.counted = await target.count(tables)
+            res.verified = res.counted == res.expected
+            if not res.verified:
+                raise LoadError(f"verify failed: {cls.name} holds {res.counted:,} {cls.count_unit}, "
+                                f"the data file has {res.expected:,}")
+        if opts.compact:
+            t = time.perf_counter()
+            await target.compact()
+            res.compact_seconds = time.perf_counter() - t
+        res.disk = await target.disk_bytes()
+        if datadir:
+            from .servers.base import allocated_bytes
+
+            res.disk["datadir_allocated_bytes"] = allocated_bytes(datadir)
+    except LoadError as exc:
+        res.status, res.reason = "failed", str(exc)
+        exc.result = res
+        raise
+    return res
+
+
+async def _load_processes(target: Target, df: DataFile, tables: Tables, opts: LoadOptions, counters) -> None:
+    if df.compression != "none":
+        raise UserError("--processes > 1 needs an uncompressed data file")
+    ctx = mp.get_context("fork")
+    errq = ctx.SimpleQueue()
+    procs = []
+    for slot, rng_ in enumerate(byte_ranges(df.path, opts.processes)):
+        p = ctx.Process(target=_child, args=(type(target), target.url, target.options.model_dump(), df.path,
+                                             df.format, df.compression, tables, rng_, opts, counters, slot, errq))
+        p.start()
+        procs.append(p)
+    try:
+        while any(p.is_alive() for p in procs):
+            await asyncio.sleep(0.05)
+            if any(p.exitcode not in (None, 0) for p in procs):
+                break
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+            p.join()
+    if any(p.exitcode != 0 for p in procs):
+        msg = errq.get() if not errq.empty() else f"a load process exited with code {procs[0].exitcode}"
+        raise LoadError(msg)

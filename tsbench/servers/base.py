@@ -1,0 +1,369 @@
+"""Servers tsbench runs itself (phase 2 onwards): the shared lifecycle.
+
+A Server subclass says how to install its binaries, write its config and
+command line, and tell when it is ready; this module does the rest: free
+ports on 127.0.0.1, a data dir and log file per instance, start in its own
+session, wait for readiness with a timeout (reporting the log's last lines
+if the process dies), stop by pid (SIGTERM, then SIGKILL), restart, and a
+state file so `tsbench servers list|stop` work across commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable, ClassVar
+
+from ..errors import ServerError, UserError
+
+READY_TIMEOUT = 60.0
+
+
+def home() -> pathlib.Path:
+    """Where tsbench keeps installed binaries and server instances ($TSBENCH_HOME)."""
+    root = os.environ.get("TSBENCH_HOME") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tsbench")
+    return pathlib.Path(root)
+
+
+def say(msg: str) -> None:
+    """Progress of long work (installs, starts) on stderr."""
+    print(f"tsbench: {msg}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check_port_free(port: int, what: str) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            raise UserError(f"{what}: port {port} on 127.0.0.1 is in use; pick another or leave it unset") from None
+
+
+def allocated_bytes(path: str | os.PathLike) -> int:
+    """Disk blocks actually allocated under path (like `du`), not file sizes:
+    sparse files (InfluxDB's TSM) count what they use."""
+    total, seen = 0, set()
+    p = pathlib.Path(path)
+    if p.is_file():
+        return p.stat().st_blocks * 512
+    for root, _dirs, files in os.walk(p):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except FileNotFoundError:
+                continue
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            total += st.st_blocks * 512
+    return total
+
+
+def run_logged(cmd: list[str], what: str, log: pathlib.Path, env: dict | None = None,
+               cwd: str | None = None, timeout: float = 1800) -> None:
+    """Run an install step; on failure raise with the step's last output lines."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        out.write(f"\n$ {' '.join(cmd)}\n".encode())
+        out.flush()
+        try:
+            p = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd, timeout=timeout)
+        except FileNotFoundError:
+            raise ServerError(f"{what}: {cmd[0]} is not installed") from None
+        except subprocess.TimeoutExpired:
+            raise ServerError(f"{what}: timed out after {timeout:.0f} s (log: {log})") from None
+    if p.returncode != 0:
+        raise ServerError(f"{what} failed: {log_tail(log)} (log: {log})")
+
+
+def log_tail(log: pathlib.Path, lines: int = 3) -> str:
+    try:
+        text = log.read_text(errors="replace").strip().splitlines()
+    except FileNotFoundError:
+        return "(no log)"
+    return " | ".join(line.strip() for line in text[-lines:]) or "(empty log)"
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:   # a zombie child of ours is not alive
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def pid_start_time(pid: int) -> str | None:
+    """The kernel's start time of a pid: with the pid, it names one process (pids are reused)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+@dataclass
+class State:
+    """One running instance, as written to its state file."""
+
+    kind: str
+    name: str
+    pid: int
+    pid_start: str | None
+    ports: dict[str, int]
+    url: str
+    datadir: str
+    log: str
+    version: str
+    started: float
+    extra: dict = field(default_factory=dict)
+
+
+class Server:
+    """A database server tsbench can install and run locally. Subclasses set the
+    class data and implement binary(), install_steps(), command(), ready()."""
+
+    kind: ClassVar[str]                      # registry name: "influx", "postgres", ...
+    port_names: ClassVar[tuple[str, ...]] = ("http",)
+    url_scheme: ClassVar[str] = "http"       # url = scheme://127.0.0.1:<first port>
+    ready_timeout: ClassVar[float] = READY_TIMEOUT
+    stop_timeout: ClassVar[float] = 30.0
+
+    def __init__(self, name: str | None = None, instance_dir: str | os.PathLike | None = None,
+                 ports: dict[str, int] | None = None, options: dict | None = None):
+        self.name = name or self.kind
+        self.dir = pathlib.Path(instance_dir) if instance_dir else home() / "servers" / self.name
+        self.requested_ports = dict(ports or {})
+        self.options = dict(options or {})
+        self.proc: subprocess.Popen | None = None
+        self.state: State | None = None
+
+    # ---- to implement -------------------------------------------------------------------
+    def binary(self) -> pathlib.Path | None:
+        """The server executable if installed, else None."""
+        raise NotImplementedError
+
+    def install(self) -> None:
+        """Install from a registry (say what is being installed); raise ServerError on failure."""
+        raise NotImplementedError
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def prepare(self, datadir: pathlib.Path, ports: dict[str, int]) -> None:
+        """Write config files, init the data dir (called before every start)."""
+
+    def command(self, datadir: pathlib.Path, ports: dict[str, int]) -> list[str]:
+        raise NotImplementedError
+
+    def ready(self, ports: dict[str, int]) -> bool:
+        """True once the server answers; called every 0.1 s until ready_timeout."""
+        raise NotImplementedError
+
+    def popen_kwargs(self) -> dict:
+        """Extra subprocess.Popen arguments (user/group for servers that refuse root)."""
+        return {}
+
+    # ---- shared lifecycle ---------------------------------------------------------------
+    @property
+    def state_file(self) -> pathlib.Path:
+        return home() / "run" / f"{self.name}.json"
+
+    @property
+    def datadir(self) -> pathlib.Path:
+        return self.dir / "data"
+
+    @property
+    def logfile(self) -> pathlib.Path:
+        return self.dir / "server.log"
+
+    def ensure_installed(self) -> pathlib.Path:
+        b = self.binary()
+        if b is None:
+            self.install()
+            b = self.binary()
+            if b is None:
+                raise ServerError(f"{self.kind}: install finished but no server binary was found")
+        return b
+
+    def url_for(self, ports: dict[str, int]) -> str:
+        return f"{self.url_scheme}://127.0.0.1:{ports[self.port_names[0]]}"
+
+    def _pick_ports(self) -> dict[str, int]:
+        unknown = set(self.requested_ports) - set(self.port_names)
+        if unknown:
+            raise UserError(f"{self.kind}: unknown port name {sorted(unknown)[0]!r} "
+                            f"(this server has {', '.join(self.port_names)})")
+        ports = {}
+        for n in self.port_names:
+            if n in self.requested_ports:
+                check_port_free(self.requested_ports[n], f"{self.kind} {n} port")
+                ports[n] = self.requested_ports[n]
+            else:
+                p = free_port()
+                while p in ports.values():
+                    p = free_port()
+                ports[n] = p
+        return ports
+
+    def start(self, fresh: bool = True) -> State:
+        """Install if needed, then start with its own config, data dir, ports and log."""
+        existing = load_state(self.name)
+        if existing and pid_alive(existing.pid):
+            raise UserError(f"server {self.name!r} is already running (pid {existing.pid}, {existing.url}); "
+                            f"stop it first: python -m tsbench servers stop {self.name}")
+        self.ensure_installed()
+        if fresh and self.datadir.exists():
+            shutil.rmtree(self.datadir)
+        self.datadir.mkdir(parents=True, exist_ok=True)
+        ports = self._pick_ports()
+        self._spawn(ports)
+        return self.state
+
+    def _spawn(self, ports: dict[str, int]) -> None:
+        self.prepare(self.datadir, ports)
+        cmd = self.command(self.datadir, ports)
+        self.logfile.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.logfile, "ab")
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True, cwd=str(self.dir), **self.popen_kwargs())
+        finally:
+            log.close()
+        self.state = State(self.kind, self.name, self.proc.pid, pid_start_time(self.proc.pid), ports,
+                           self.url_for(ports), str(self.datadir), str(self.logfile), "", time.time(),
+                           self.extra_state())
+        self._wait_ready(ports)
+        self.state.version = self.version()
+        save_state(self.state)
+
+    def extra_state(self) -> dict:
+        return {}
+
+    def _wait_ready(self, ports: dict[str, int]) -> None:
+        deadline = time.monotonic() + self.ready_timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise ServerError(f"{self.kind} exited with code {self.proc.returncode} while starting: "
+                                  f"{log_tail(self.logfile)} (log: {self.logfile})")
+            try:
+                if self.ready(ports):
+                    return
+            except Exception:   # not up yet: refused, reset, half-started
+                pass
+            if time.monotonic() > deadline:
+                self._terminate(self.proc.pid)
+                raise ServerError(f"{self.kind} was not ready after {self.ready_timeout:.0f} s: "
+                                  f"{log_tail(self.logfile)} (log: {self.logfile})")
+            time.sleep(0.1)
+
+    def _terminate(self, pid: int) -> None:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + self.stop_timeout
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.pid == pid:
+                if self.proc.poll() is not None:
+                    return
+            elif not pid_alive(pid):
+                return
+            time.sleep(0.05)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        if self.proc is not None and self.proc.pid == pid:
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        """SIGTERM to the recorded pid (SIGKILL after stop_timeout); never by name."""
+        st = self.state or load_state(self.name)
+        if st is None:
+            return
+        if pid_alive(st.pid) and (st.pid_start is None or pid_start_time(st.pid) == st.pid_start):
+            self._terminate(st.pid)
+        remove_state(st.name)
+        self.state = None
+        self.proc = None
+
+    def restart(self) -> State:
+        """Stop and start again on the same data dir and ports (for cold-cache runs)."""
+        st = self.state or load_state(self.name)
+        if st is None:
+            raise UserError(f"server {self.name!r} is not running")
+        self.stop()
+        self._spawn(dict(st.ports))
+        return self.state
+
+    def pids(self) -> list[int]:
+        st = self.state or load_state(self.name)
+        return [st.pid] if st and pid_alive(st.pid) else []
+
+    @property
+    def url(self) -> str:
+        st = self.state or load_state(self.name)
+        if st is None:
+            raise UserError(f"server {self.name!r} is not running")
+        return st.url
+
+    def __enter__(self) -> "Server":
+        if self.state is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def save_state(st: State) -> None:
+    f = home() / "run" / f"{st.name}.json"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(json.dumps(asdict(st), indent=2) + "\n")
+
+
+def load_state(name: str) -> State | None:
+    f = home() / "run" / f"{name}.json"
+    try:
+        return State(**json.loads(f.read_text()))
+    except FileNotFoundError:
+        return None
+
+
+def remove_state(name: str) -> None:
+    (home() / "run" / f"{name}.json").unlink(missing_ok=True)
+
+
+def all_states() -> list[State]:
+    d = home() / "run"
+    return [s for f in sorted(d.glob("*.json")) if (s := load_state(f.stem))] if d.exists() else []
+
+
+def http_ok(url: str, expect: Callable[[int], bool] = lambda s: s < 300, timeout: float = 2.0) -> bool:
+    """One blocking GET for readiness checks."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return expect(r.status)
+    except Exception:
+        return False

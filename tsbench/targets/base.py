@@ -1,0 +1,166 @@
+"""The target protocol (phases 2-5): one small class per database dialect.
+
+A target declares what it consumes and can do as class data (format, count
+unit, server kind, query types, options model), so a test can list every
+database's capabilities without a server. The loader drives it:
+
+    t = Cls(url, options); await t.open()
+    await t.create(tables, if_exists)        # abort (default) | reuse | drop
+    await t.write(batch)                     # many, concurrently, from N workers
+    await t.flush(); await t.count(tables)   # verify
+    await t.compact(); await t.disk_bytes()  # untimed
+    await t.close()
+
+write() raises Retryable when the server pushes back (the loader backs off
+and retries the same batch) and Fatal with the server's own words otherwise."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..errors import UserError
+
+IF_EXISTS = ("abort", "reuse", "drop")
+
+
+class Retryable(Exception):
+    """The server pushed back (overload, 429/503, reset): retry the same batch later."""
+
+
+class Fatal(Exception):
+    """The server refused the data for good; the text is the server's own words."""
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str          # "float" | "int" | "string" | "tag" | "time"
+
+
+@dataclass(frozen=True)
+class Table:
+    """One measurement as a database sees it: tag columns, then field columns."""
+
+    name: str
+    tags: tuple[str, ...]
+    fields: tuple[Column, ...]
+
+    @property
+    def field_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+
+@dataclass(frozen=True)
+class Tables:
+    """What create() and count() need to know of a dataset."""
+
+    tables: tuple[Table, ...]
+    start_ns: int
+    end_ns: int          # exclusive; late records still carry timestamps inside [start, end)
+    rows: int            # records in the data file
+    values: int          # field values in the data file (nulls not counted)
+
+    def __iter__(self):
+        return iter(self.tables)
+
+    def by_name(self) -> dict[str, Table]:
+        return {t.name: t for t in self.tables}
+
+
+@dataclass
+class Batch:
+    """Whole records of one format, cut from a data file by the C core."""
+
+    data: memoryview
+    rows: int
+    values: int
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.data)
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Target:
+    """Base class; see the module docstring for the calling order."""
+
+    name: ClassVar[str]
+    format: ClassVar[str]                         # "influx" | "csv": the data file it consumes
+    count_unit: ClassVar[str] = "rows"            # what count() returns: "rows" or "values"
+    server_kind: ClassVar[str | None] = None      # Server registry name for server: local; None = in-process
+    query_types: ClassVar[frozenset[str]] = frozenset()
+    options_model: ClassVar[type[BaseModel]] = NoOptions
+    default_database: ClassVar[str] = "tsbench"
+    multiprocess: ClassVar[bool] = True          # can several load processes write at once
+
+    def __init__(self, url: str | None = None, options: dict[str, Any] | None = None):
+        self.url = url.rstrip("/") if url else url
+        self.options = self.parse_options(options or {})
+
+    @classmethod
+    def parse_options(cls, options: dict[str, Any]) -> BaseModel:
+        try:
+            return cls.options_model(**options)
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            loc = ".".join(str(x) for x in e["loc"]) or "options"
+            known = ", ".join(cls.options_model.model_fields) or "none"
+            raise UserError(f"target {cls.name}: option {loc}: {e['msg']} (options: {known})") from None
+
+    @classmethod
+    def local_url(cls, instance_dir) -> str | None:
+        """For in-process targets (server_kind None): the URL of a fresh local
+        instance under instance_dir (`--server local`)."""
+        return None
+
+    @classmethod
+    def accepts(cls, fmt: str) -> bool:
+        """Whether this target can load a data file of format fmt."""
+        return fmt == cls.format
+
+    @classmethod
+    def capabilities(cls) -> dict[str, Any]:
+        """Plain data: what this target consumes and supports."""
+        return {"name": cls.name, "format": cls.format, "count_unit": cls.count_unit,
+                "server": cls.server_kind, "multiprocess": cls.multiprocess, "query_types": sorted(cls.query_types),
+                "options": sorted(cls.options_model.model_fields)}
+
+    async def open(self) -> None:
+        """Connect; raise UserError naming the URL if it cannot be reached."""
+
+    async def close(self) -> None:
+        pass
+
+    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+        raise NotImplementedError
+
+    async def write(self, batch: Batch) -> None:
+        raise NotImplementedError
+
+    async def flush(self) -> None:
+        """Make everything written visible to count() and queries."""
+
+    async def count(self, tables: Tables) -> int:
+        """Rows or values (count_unit) the database holds for these tables."""
+        raise NotImplementedError
+
+    async def compact(self) -> None:
+        """Untimed: let the database reach its settled on-disk form."""
+
+    async def disk_bytes(self) -> dict[str, int]:
+        """The database's own size figures, e.g. {"pg_total_relation_size": n}."""
+        return {}
+
+    async def version(self) -> str:
+        return ""
+
+
+def exists_error(target: str, what: str) -> UserError:
+    return UserError(f"target {target}: {what} already exists and holds data; "
+                     f"use --if-exists drop to replace it or --if-exists reuse to add to it")

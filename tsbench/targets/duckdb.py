@@ -1,0 +1,136 @@
+"""DuckDB, in-process (phases 2-5): one table per measurement (time, tags,
+fields). Each batch is split by measurement in the C core, parsed into Arrow
+by pyarrow's CSV reader and appended with one INSERT ... SELECT per table;
+never row by row. The database is a file: `--server local` uses a fresh file
+in tsbench's instance dir, a URL `duckdb:PATH` (or a plain path) names one."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import threading
+
+import duckdb
+import pyarrow as pa
+import pyarrow.csv as pacsv
+from pydantic import BaseModel, ConfigDict
+
+from .. import native
+from ..batches import csv_layout
+from ..errors import UserError
+from .base import Batch, Fatal, Target, Tables, exists_error
+
+SQL_TYPES = {"float": "DOUBLE", "int": "BIGINT"}
+ARROW_TYPES = {"float": pa.float64(), "int": pa.int64()}
+
+
+class DuckDBOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    threads: int | None = None          # DuckDB's own thread count (default: its own choice)
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class DuckDBTarget(Target):
+    name = "duckdb"
+    format = "csv"
+    count_unit = "rows"
+    server_kind = None
+    multiprocess = False
+    options_model = DuckDBOptions
+
+    def __init__(self, url=None, options=None):
+        super().__init__(url, options)
+        path = (url or "").removeprefix("duckdb:")
+        if not path:
+            raise UserError("target duckdb: needs a database file: --server duckdb:PATH (or --server local)")
+        self.path = pathlib.Path(path)
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self._local = threading.local()
+
+    @classmethod
+    def local_url(cls, instance_dir) -> str:
+        d = pathlib.Path(instance_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        for f in d.glob("tsbench.duckdb*"):
+            f.unlink()
+        return f"duckdb:{d / 'tsbench.duckdb'}"
+
+    async def open(self) -> None:
+        if not self.path.parent.is_dir():
+            raise UserError(f"target duckdb: directory {self.path.parent} does not exist")
+        try:
+            self.con = duckdb.connect(str(self.path))
+        except duckdb.Error as exc:
+            raise UserError(f"target duckdb: cannot open {self.path}: {exc}") from None
+        self.con.execute("SET TimeZone = 'UTC'")
+        if self.options.threads:
+            self.con.execute(f"SET threads = {int(self.options.threads)}")
+
+    async def close(self) -> None:
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+
+    def _existing(self) -> set[str]:
+        return {r[0] for r in self.con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+
+    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+        existing = self._existing()
+        self._tables = list(tables)
+        self._layout = csv_layout(tables)
+        self._converts = []
+        for t in tables:
+            if t.name in existing:
+                n = self.con.execute(f"SELECT count(*) FROM {_quote(t.name)}").fetchone()[0]
+                if if_exists == "abort" and n:
+                    raise exists_error("duckdb", f"table {t.name!r} in {self.path} ({n:,} rows)")
+                if if_exists == "drop":
+                    self.con.execute(f"DROP TABLE {_quote(t.name)}")
+            cols = ["time TIMESTAMPTZ"] + [f"{_quote(k)} VARCHAR" for k in t.tags] + \
+                   [f"{_quote(f.name)} {SQL_TYPES[f.type]}" for f in t.fields]
+            self.con.execute(f"CREATE TABLE IF NOT EXISTS {_quote(t.name)} ({', '.join(cols)})")
+            names = ["time", *t.tags, *t.field_names]
+            types = {"time": pa.timestamp("ns", tz="UTC"), **{k: pa.string() for k in t.tags},
+                     **{f.name: ARROW_TYPES[f.type] for f in t.fields}}
+            self._converts.append((pacsv.ReadOptions(column_names=names),
+                                   pacsv.ConvertOptions(column_types=types, strings_can_be_null=True)))
+
+    def _append(self, data: memoryview) -> None:
+        cur = getattr(self._local, "cur", None)
+        if cur is None:
+            cur = self._local.cur = self.con.cursor()
+        buf, parts = native.split_csv(self._layout, data)
+        view = memoryview(buf)
+        for t, part, (ropts, copts) in zip(self._tables, parts, self._converts):
+            if part is None:
+                continue
+            off, n, _, _ = part
+            try:
+                arrow = pacsv.read_csv(pa.BufferReader(pa.py_buffer(view[off: off + n])), read_options=ropts,
+                                       convert_options=copts)
+                cur.register("batch_in", arrow)
+                cur.execute(f"INSERT INTO {_quote(t.name)} SELECT * FROM batch_in")
+                cur.unregister("batch_in")
+            except (pa.ArrowInvalid, duckdb.Error) as exc:
+                raise Fatal(f"duckdb: table {t.name}: {exc}") from None
+
+    async def write(self, batch: Batch) -> None:
+        await asyncio.to_thread(self._append, batch.data)
+
+    async def count(self, tables: Tables) -> int:
+        return sum(self.con.execute(f"SELECT count(*) FROM {_quote(t.name)}").fetchone()[0] for t in tables)
+
+    async def compact(self) -> None:
+        self.con.execute("CHECKPOINT")
+
+    async def disk_bytes(self) -> dict[str, int]:
+        size = sum(r[0] or 0 for r in self.con.execute(
+            "SELECT total_blocks * block_size FROM pragma_database_size()").fetchall())
+        return {"duckdb_database_size": int(size)}
+
+    async def version(self) -> str:
+        return duckdb.__version__

@@ -1,0 +1,67 @@
+"""Null targets (phase 2): the harness ceiling. `null` discards each batch after
+the client-side work (reading and cutting the file, the workers' hand-off);
+`null-http` posts each batch to a null HTTP sink (servers/nullhttp.py) that
+answers 204, to measure the HTTP path without a database."""
+
+from __future__ import annotations
+
+import json
+
+from .base import Batch, Target, Tables
+from .http import HttpClient
+
+
+class NullTarget(Target):
+    name = "null"
+    format = "influx"
+    count_unit = "rows"
+    multiprocess = False
+
+    def __init__(self, url=None, options=None):
+        super().__init__(url, options)
+        self.rows = 0
+
+    @classmethod
+    def accepts(cls, fmt: str) -> bool:
+        return True
+
+    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+        self.rows = 0
+
+    async def write(self, batch: Batch) -> None:
+        self.rows += batch.rows
+
+    async def count(self, tables: Tables) -> int:
+        return self.rows
+
+
+class NullHttpTarget(Target):
+    """POST /write to a sink that counts the lines it got (GET /count)."""
+
+    name = "null-http"
+    format = "influx"
+    count_unit = "rows"
+    server_kind = "null-http"
+
+    @classmethod
+    def accepts(cls, fmt: str) -> bool:
+        return True
+
+    async def open(self) -> None:
+        self.http = HttpClient(self.url, f"null-http sink at {self.url}")
+        await self.http.open(probe_path="/ping")
+
+    async def close(self) -> None:
+        await self.http.close()
+
+    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+        await self.http.post("/reset", b"")
+
+    async def write(self, batch: Batch) -> None:
+        await self.http.post("/write", batch.data)
+
+    async def count(self, tables: Tables) -> int:
+        return json.loads(await self.http.get_ok("/count"))["rows"]
+
+    async def version(self) -> str:
+        return "null-http"
