@@ -110,13 +110,15 @@ def generate(use_case, scale, start, end, interval, seed, fmt, output, compress,
 @click.option("--generate", "gen", default=None, metavar="KEY=VALUE,...",
               help="Generate the data first in the target's format, e.g. "
                    "use_case=devops,scale=10,end=2016-01-01T02:00:00Z,seed=1 (into DATAFILE or a temp file).")
+@click.option("--give-up-after", type=float, default=300.0, show_default=True,
+              help="Seconds of server push-back on one batch before the load fails.")
 @click.option("--json", "json_out", default=None, help="Write the summary (with the per-second timeline) here.")
 @click.option("--keep-server", is_flag=True, help="Leave the local server running (stop: tsbench servers stop).")
 @click.option("--no-verify", is_flag=True, help="Skip the count check.")
 @click.option("--no-compact", is_flag=True, help="Skip compaction before measuring disk bytes.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
 def load(datafile, target_name, server, workers, batch_size, processes, if_exists, options, server_options,
-         ports, gen, json_out, keep_server, no_verify, no_compact, quiet) -> None:
+         ports, gen, give_up_after, json_out, keep_server, no_verify, no_compact, quiet) -> None:
     """Phase 2: load a generated data file into a database, verify the count,
     compact and measure disk bytes.
 
@@ -138,7 +140,8 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
 
     cls = targets.get(target_name)
     opts = LoadOptions(workers=workers, batch_size=batch_size, processes=processes, if_exists=if_exists,
-                       verify=not no_verify, compact=not no_compact, progress=not quiet)
+                       verify=not no_verify, compact=not no_compact, progress=not quiet,
+                       give_up_after=give_up_after)
     opts.check()
     topts = _params(options, "--option")
     cls.parse_options(topts)

@@ -7,8 +7,15 @@ from __future__ import annotations
 
 import json
 
+from pydantic import BaseModel, ConfigDict
+
 from .base import Batch, Target, Tables
 from .http import HttpClient
+
+
+class NullHttpOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    timeout: float = 300.0        # seconds per request before it counts as push-back
 
 
 class NullTarget(Target):
@@ -42,13 +49,14 @@ class NullHttpTarget(Target):
     format = "influx"
     count_unit = "rows"
     server_kind = "null-http"
+    options_model = NullHttpOptions
 
     @classmethod
     def accepts(cls, fmt: str) -> bool:
         return True
 
     async def open(self) -> None:
-        self.http = HttpClient(self.url, f"null-http sink at {self.url}")
+        self.http = HttpClient(self.url, f"null-http sink at {self.url}", timeout=self.options.timeout)
         await self.http.open(probe_path="/ping")
 
     async def close(self) -> None:

@@ -1,0 +1,85 @@
+"""A fault-injecting HTTP server for the load tests: it speaks the null-http
+sink's API (/ping, /write, /count, /reset) and misbehaves on purpose: answers
+503 or a fatal 400 for a number of writes, resets connections, or stalls.
+It runs in a thread of the test process, on 127.0.0.1 and a free port."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+
+from aiohttp import web
+
+
+class FaultServer:
+    def __init__(self):
+        self.faults: list[str] = []       # consumed one per write: "503", "reset", "stall", "fatal"
+        self.always: str | None = None    # a fault for every write
+        self.stall_seconds = 2.0
+        self.rows = 0
+        self.writes = 0
+        self.refused = 0
+        self._loop = asyncio.new_event_loop()
+        self._started = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "FaultServer":
+        self._thread.start()
+        assert self._started.wait(10)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        app = web.Application(client_max_size=1 << 30)
+        app.add_routes([web.get("/ping", self._ping), web.post("/write", self._write),
+                        web.get("/count", self._count), web.post("/reset", self._reset)])
+        self._runner = web.AppRunner(app, access_log=None)
+        self._loop.run_until_complete(self._runner.setup())
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        self._loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]
+        self._started.set()
+        self._loop.run_forever()
+
+    async def _ping(self, request):
+        return web.Response(status=204)
+
+    async def _reset(self, request):
+        self.rows = 0
+        return web.Response(status=204)
+
+    async def _count(self, request):
+        return web.Response(text=json.dumps({"rows": self.rows}), content_type="application/json")
+
+    async def _write(self, request):
+        fault = self.faults.pop(0) if self.faults else self.always
+        if fault == "reset":
+            self.refused += 1
+            request.transport.abort()          # the connection dies mid-request
+            await asyncio.sleep(0.1)
+            return web.Response(status=204)
+        body = await request.read()
+        if fault == "stall":
+            self.refused += 1
+            await asyncio.sleep(self.stall_seconds)
+            return web.Response(status=503, text="stalled")
+        if fault == "503":
+            self.refused += 1
+            return web.Response(status=503, text="overloaded, try again")
+        if fault == "fatal":
+            self.refused += 1
+            return web.Response(status=400, text='unable to parse "cpu,host=x usage=": missing field value')
+        self.writes += 1
+        self.rows += body.count(b"\n")
+        return web.Response(status=204)

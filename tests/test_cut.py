@@ -1,0 +1,95 @@
+"""The C batch cutter and CSV splitter (phase 2), through Python, with golden
+values and against the data files' manifests."""
+
+from __future__ import annotations
+
+import pytest
+
+from tsbench import native
+from tsbench.batches import BatchReader, byte_ranges, csv_layout
+from tsbench.datafile import open_datafile
+
+from conftest import run_cli
+
+
+def test_influx_values_golden():
+    buf = bytearray(b'cpu,host=a x=1,y=2 10\n'
+                    b'cpu,host=b s="a,b c",y=2i 11\n'          # quoted string with a comma and a space
+                    b'we\\ ird,t\\,k=v\\ w f\\,1=1,f2=2 12\n'   # escaped space, comma in names
+                    b'mem z=1\n'                               # no timestamp
+                    b'\n'                                      # blank: not a record
+                    b'tail x=1,y=1,z=1')                       # no final newline
+    c = native.cut("influx", buf, 0, len(buf), 100, False)
+    assert (c.rows, c.values) == (4, 2 + 2 + 2 + 1)
+    assert c.bytes == len(buf) - len(b"tail x=1,y=1,z=1")
+    c = native.cut("influx", buf, 0, len(buf), 100, True)
+    assert (c.rows, c.values, c.bytes) == (5, 10, len(buf))
+    c = native.cut("influx", buf, 0, len(buf), 2, True)
+    assert (c.rows, c.values) == (2, 4)
+    assert bytes(buf[:c.bytes]).count(b"\n") == 2
+
+
+def test_csv_values_and_split_golden():
+    layout = native.CsvLayout([("cpu", 1), ("mem", 2)])
+    buf = bytearray(b"cpu,t0,h1,1,2\nmem,t1,a,,3,\ncpu,t2,,1,\n")
+    c = native.cut("csv", buf, 0, len(buf), 10, False, layout)
+    assert (c.rows, c.values, c.bytes) == (3, 4, len(buf))
+    dst, parts = native.split_csv(layout, buf)
+    assert parts == [(0, 17, 2, 3), (17, 9, 1, 1)]
+    assert bytes(dst[:26]) == b"t0,h1,1,2\nt2,,1,\nt1,a,,3,\n"
+
+
+def test_csv_unknown_measurement_is_one_line():
+    layout = native.CsvLayout([("cpu", 1)])
+    buf = bytearray(b"cpu,t0,h,1\ndisk,t0,h,1\n")
+    with pytest.raises(native.CsvMeasurementError, match="'disk'.*measurements: cpu"):
+        native.cut("csv", buf, 0, len(buf), 10, False, layout)
+    with pytest.raises(native.CsvMeasurementError, match="'disk'"):
+        native.split_csv(layout, buf)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cut")
+    out = {}
+    for name, args in {"devops.lp": ["--format", "influx"], "iot.csv": ["-u", "iot", "--format", "csv"],
+                       "iot.lp": ["-u", "iot", "--format", "influx"], "iot.csv.zst": ["-u", "iot", "--format", "csv"],
+                       "devops.lp.gz": ["--format", "influx"]}.items():
+        scale = ["--scale", "5"] if "iot" in name else ["--scale", "3"]
+        run_cli("generate", "-q", "--end", "2016-01-01T01:00:00Z", *scale, *args, "-o", str(d / name))
+        out[name] = open_datafile(d / name)
+    return out
+
+
+@pytest.mark.parametrize("name", ["devops.lp", "iot.csv", "iot.lp", "iot.csv.zst", "devops.lp.gz"])
+@pytest.mark.parametrize("batch", [1, 7, 1000, 10 ** 9])
+def test_batches_add_up_to_the_manifest(files, name, batch):
+    df = files[name]
+    layout = csv_layout(df.tables()) if df.format == "csv" else None
+    rows = values = nbytes = n = 0
+    for b in BatchReader(df.path, df.format, batch, df.compression, layout):
+        assert b.rows <= batch
+        assert bytes(b.data[-1:]) == b"\n" and bytes(b.data).count(b"\n") == b.rows
+        rows, values, nbytes, n = rows + b.rows, values + b.values, nbytes + b.nbytes, n + 1
+    assert (rows, values, nbytes) == (df.rows, df.values, df.bytes)
+    assert n == -(-df.rows // batch)          # every batch full but the last
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 8])
+def test_byte_ranges_split_on_records(files, parts):
+    df = files["devops.lp"]
+    ranges = byte_ranges(df.path, parts)
+    assert ranges[0][0] == 0 and ranges[-1][1] == df.bytes
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    rows = values = 0
+    data = df.path.read_bytes()
+    for r in ranges:
+        assert r[0] == 0 or data[r[0] - 1: r[0]] == b"\n"
+        for b in BatchReader(df.path, df.format, 100, byte_range=r):
+            rows, values = rows + b.rows, values + b.values
+    assert (rows, values) == (df.rows, df.values)
+
+
+def test_bad_batch_size():
+    with pytest.raises(Exception, match="--batch-size: must be at least 1"):
+        BatchReader("x", "influx", 0)

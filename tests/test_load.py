@@ -1,0 +1,246 @@
+"""The load phase end to end without a database server: the null targets, the
+null HTTP sink, DuckDB in-process, and a fault-injecting server for push-back,
+resets, stalls and fatal answers. Command-line errors are one line each."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+
+import numpy as np
+import pytest
+
+from tsbench.connect import connect
+from tsbench.datafile import open_datafile
+from tsbench.load import LoadError, LoadOptions, load
+
+from conftest import columns, run_cli
+from faultserver import FaultServer
+
+END = "2016-01-01T02:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("load")
+    out = {}
+    specs = {"devops.lp": ["--scale", "10"], "devops.csv": ["--scale", "10", "--format", "csv"],
+             "cpu.csv": ["-u", "cpu-only", "--scale", "10", "--format", "csv"],
+             "iot.csv": ["-u", "iot", "--scale", "10", "--format", "csv"]}
+    for name, args in specs.items():
+        run_cli("generate", "-q", "--end", END, "--seed", "5", *args, "-o", str(d / name))
+        out[name] = open_datafile(d / name)
+    return out
+
+
+def _load(target, df, server="local", options=None, **kw):
+    async def go():
+        async with connect(target, server, options) as c:
+            return await load(c.target, df, LoadOptions(progress=False, **kw), c.datadir)
+    return asyncio.run(go())
+
+
+def test_null_target_counts_rows_values_bytes(data):
+    df = data["devops.lp"]
+    r = _load("null", df, batch_size=1000)
+    assert (r.rows, r.values, r.bytes, r.batches) == (64_800, 727_200, df.bytes, 65)
+    assert r.verified and r.counted == 64_800
+    assert r.timeline and r.timeline[-1]["rows"] == 64_800
+
+
+def test_null_target_values_with_nulls(data):
+    df = data["iot.csv"]
+    r = _load("null", df, batch_size=333)
+    assert (r.rows, r.values) == (df.rows, df.values) and df.values < df.rows * 10
+
+
+def test_null_http_sink_local(data):
+    df = data["devops.lp"]
+    r = _load("null-http", df, workers=3, batch_size=2000)
+    assert r.verified and r.counted == df.rows and r.backoffs == 0
+
+
+def test_push_back_is_retried_with_backoff(data):
+    df = data["devops.lp"]
+    with FaultServer() as fs:
+        fs.faults = ["503"] * 6 + ["reset"] * 3
+        r = _load("null-http", df, server=fs.url, workers=4, batch_size=5000)
+        assert r.verified and fs.rows == df.rows
+        assert r.backoffs == 9 and r.backoff_seconds > 0
+        assert fs.refused == 9
+
+
+def test_stall_times_out_and_recovers(data):
+    df = data["devops.lp"]
+    with FaultServer() as fs:
+        fs.faults, fs.stall_seconds = ["stall"], 3.0
+        r = _load("null-http", df, server=fs.url, options={"timeout": 0.5}, workers=2, batch_size=20_000)
+        assert r.verified and r.backoffs >= 1
+
+
+def test_fatal_answer_stops_the_load_with_the_servers_words(data):
+    df = data["devops.lp"]
+    with FaultServer() as fs:
+        fs.always = "fatal"
+        with pytest.raises(LoadError, match=r"HTTP 400: unable to parse .*missing field value") as ei:
+            _load("null-http", df, server=fs.url)
+        assert ei.value.result.status == "failed"
+
+
+def test_endless_push_back_gives_up(data):
+    df = data["devops.lp"]
+    with FaultServer() as fs:
+        fs.always = "503"
+        with pytest.raises(LoadError, match="gave up after .* push-back.*overloaded"):
+            _load("null-http", df, server=fs.url, give_up_after=0.5, backoff_cap=0.1)
+
+
+def test_count_shortfall_fails_naming_both_numbers(data):
+    df = data["devops.lp"]
+    with FaultServer() as fs:
+        async def go():
+            async with connect("null-http", fs.url) as c:
+                orig = c.target.count
+
+                async def short(tables):
+                    return await orig(tables) - 1
+                c.target.count = short
+                return await load(c.target, df, LoadOptions(progress=False))
+        with pytest.raises(LoadError, match="holds 64,799 rows, the data file has 64,800"):
+            asyncio.run(go())
+
+
+def test_several_processes(data):
+    df = data["devops.lp"]
+    r = _load("null-http", df, workers=2, batch_size=1000, processes=2)
+    assert r.verified and (r.rows, r.values) == (df.rows, df.values)
+
+
+def _duck_rows(path, sql):
+    import duckdb
+
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("name", ["devops.csv", "cpu.csv", "iot.csv"])
+def test_duckdb_load_and_read_back(data, tmp_path, name):
+    df = data[name]
+    url = f"duckdb:{tmp_path / 'db.duckdb'}"
+    r = _load("duckdb", df, server=url, workers=3, batch_size=700)
+    assert r.verified and r.counted == df.rows and r.disk["duckdb_database_size"] > 0
+    ds = df.dataset
+    cols, sim = columns(ds)
+    s = 0                                              # first series: cpu (devops) or readings (iot)
+    se = ds.schema.series[s]
+    fields = [f.name for f in se.fields if not f.hidden]
+    pick = np.flatnonzero(cols["series"] == s)[[0, 17, 123, -1]]
+    for i in pick:
+        ent, t = int(cols["entity"][i]), int(cols["time"][i])
+        tagkey = ds.schema.series_tags(s)[0].key
+        tagval = sim.tag_values(ent, s)[0]
+        got = _duck_rows(tmp_path / "db.duckdb",
+                         f'SELECT {", ".join(chr(34) + f + chr(34) for f in fields)} FROM "{se.name}" '
+                         f"WHERE \"{tagkey}\" = '{tagval}' AND epoch_ns(time) = {t}")
+        assert len(got) >= 1
+        want = cols["values"][i][: len(fields)]
+        assert any(all((w != w and g is None) or g == w for g, w in zip(row, want)) for row in got)
+    total = sum(_duck_rows(tmp_path / "db.duckdb", f'SELECT count(*) FROM "{t.name}"')[0][0] for t in df.tables())
+    assert total == df.rows
+
+
+def test_duckdb_if_exists(data, tmp_path):
+    df = data["cpu.csv"]
+    url = f"duckdb:{tmp_path / 'db.duckdb'}"
+    _load("duckdb", df, server=url)
+    with pytest.raises(Exception, match=r"table 'cpu' .* already exists and holds data.*--if-exists drop"):
+        _load("duckdb", df, server=url)
+    r = _load("duckdb", df, server=url, if_exists="drop")
+    assert r.counted == df.rows
+    with pytest.raises(LoadError, match=f"holds {2 * df.rows:,} rows, the data file has {df.rows:,}"):
+        _load("duckdb", df, server=url, if_exists="reuse")
+
+
+# ---- the command line --------------------------------------------------------------------------
+
+def test_cli_load_prints_summary_and_json(data, tmp_path):
+    df = data["devops.lp"]
+    p = run_cli("load", str(df.path), "-t", "null-http", "-w", "2", "-b", "5000", "--json", str(tmp_path / "s.json"))
+    err = p.stderr.decode()
+    assert "loaded 64,800 rows, 727,200 values" in err and "verified: 64,800 rows" in err
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["status"] == "ok" and s["verify"]["ok"] and s["rows_per_s"] > 0 and s["timeline"]
+
+
+def test_cli_load_generate_first(tmp_path):
+    out = tmp_path / "g.csv"
+    p = run_cli("load", str(out), "-t", "duckdb", "-q", "--json", str(tmp_path / "s.json"),
+                "--generate", "use-case=cpu-only,scale=2,end=2016-01-01T00:10:00Z,seed=3")
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["rows"] == 2 * 60 and s["verify"]["ok"] and out.exists()
+
+
+def _one_line_error(p, pattern):
+    import re
+
+    err = p.stderr.decode().strip()
+    assert p.returncode == 2, err
+    assert len(err.splitlines()) == 1, err
+    assert re.search(pattern, err), err
+
+
+def test_cli_errors_are_one_line(data, tmp_path):
+    f = str(data["devops.lp"].path)
+    _one_line_error(run_cli("load", f, "-t", "nosuchdb", check=False), r"unknown target 'nosuchdb' \(one of .*influx")
+    _one_line_error(run_cli("load", f, "-t", "null", "-b", "0", check=False), r"--batch-size: must be at least 1")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]            # bound, not listening: refused
+        _one_line_error(run_cli("load", f, "-t", "null-http", "-s", f"http://127.0.0.1:{port}", check=False),
+                        rf"cannot reach http://127.0.0.1:{port}")
+        _one_line_error(run_cli("load", f, "-t", "null-http", "--port", f"http={port}", check=False),
+                        rf"port {port} on 127.0.0.1 is in use")
+    _one_line_error(run_cli("load", f, "-t", "duckdb", check=False), r"loads csv data; .* is influx")
+    _one_line_error(run_cli("load", str(tmp_path / "none.lp"), "-t", "null", check=False), r"no such data file")
+    _one_line_error(run_cli("load", f, "-t", "null-http", "-O", "nope=1", check=False), r"option nope")
+
+
+def test_cli_servers_start_list_stop(tmp_path):
+    env_home = {"TSBENCH_HOME": str(tmp_path)}
+    import subprocess
+    import sys
+
+    def cli(*a):
+        return subprocess.run([sys.executable, "-m", "tsbench", *a], capture_output=True,
+                              env={**os.environ, **env_home}, check=True).stdout.decode()
+    out = cli("servers", "start", "null-http", "--name", "sink1")
+    pid = int(out.split("pid ")[1].split()[0])
+    assert "127.0.0.1" in out and os.path.exists(f"/proc/{pid}")
+    assert "sink1\tnull-http" in cli("servers", "list")
+    assert "stopped" in cli("servers", "stop", "sink1")
+    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(") ")[1][0] == "Z"
+    assert "no servers running" in cli("servers", "list")
+
+
+def test_every_target_declares_its_capabilities():
+    from tsbench import targets
+
+    caps = {n: targets.get(n).capabilities() for n in targets.names()}
+    assert {"influx", "postgres", "victoriametrics", "duckdb", "null", "null-http"} <= set(caps)
+    for n, c in caps.items():
+        assert c["name"] == n and c["format"] in ("influx", "csv") and c["count_unit"] in ("rows", "values")
+
+
+def test_third_party_target_through_entry_point(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    from tsbench import targets
+
+    ep = EntryPoint("mydb", "tsbench.targets.null:NullTarget", targets.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(targets, "entry_points", lambda group: [ep] if group == targets.ENTRY_POINT_GROUP else [])
+    assert "mydb" in targets.names() and targets.get("mydb").name == "null"
