@@ -1,5 +1,6 @@
-"""Developer sessions: `nox -s tests` (the test suite) and `nox -s bench`
-(generation throughput, CPU and memory figures)."""
+"""Developer sessions: `nox -s tests` (the test suite), `nox -s bench`
+(generation throughput, CPU and memory figures) and `nox -s bench_load`
+(load rates and client CPU: null target, null HTTP sink, InfluxDB, VictoriaMetrics)."""
 
 import nox
 
@@ -19,3 +20,10 @@ def bench(session: nox.Session) -> None:
     """devops, 100 hosts x 1 day, influx format to /dev/null, with 1 and 2 processes."""
     session.install("-e", ".")
     session.run("python", "-m", "tsbench.bench", *session.posargs)
+
+
+@nox.session
+def bench_load(session: nox.Session) -> None:
+    """devops 100 hosts: the harness ceiling and local servers, rows/s and CPU seconds."""
+    session.install("-e", ".")
+    session.run("python", "-m", "tsbench.bench_load", *session.posargs)

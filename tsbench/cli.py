@@ -155,7 +155,7 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
     async def go():
         async with connect(target_name, server, topts, _params(server_options, "--server-option"),
                            _ports(ports), keep_server) as c:
-            res = await run_load(c.target, df, opts, c.datadir)
+            res = await run_load(c.target, df, opts, c.datadir, c.server.pids() if c.server else None)
             return res, await c.target.version(), c.server
 
     try:
@@ -204,7 +204,9 @@ def _print_load(s: dict, srv) -> None:
         f"loaded {s['rows']:,} rows, {s['values']:,} values, {s['bytes'] / 1e6:,.1f} MB into {s['target']} "
         f"({s['server_version'] or 'in-process'}) in {s['seconds']:.2f} s",
         f"  {s['rows_per_s']:,.0f} rows/s, {s['values_per_s']:,.0f} values/s, {s['mb_per_s']:,.1f} MB/s; "
-        f"client CPU {s['client_cpu_seconds']:.2f} s; {s['workers']} workers x {s['batch_size']:,} rows"
+        f"client CPU {s['client_cpu_seconds']:.2f} s"
+        + (f", server CPU {s['server_cpu_seconds']:.2f} s" if s["server_cpu_seconds"] is not None else "")
+        + f"; {s['workers']} workers x {s['batch_size']:,} rows"
         + (f" x {s['processes']} processes" if s["processes"] > 1 else ""),
         f"  backoffs: {s['backoffs']} ({s['backoff_seconds']:.2f} s)",
     ]

@@ -64,6 +64,7 @@ class LoadResult:
     batches: int = 0
     seconds: float = 0.0
     client_cpu_seconds: float = 0.0
+    server_cpu_seconds: float | None = None
     backoffs: int = 0
     backoff_seconds: float = 0.0
     expected: int = 0
@@ -86,6 +87,7 @@ class LoadResult:
             "values_per_s": round(self.values / s, 1) if self.seconds else None,
             "mb_per_s": round(self.bytes / s / 1e6, 2) if self.seconds else None,
             "client_cpu_seconds": round(self.client_cpu_seconds, 3),
+            "server_cpu_seconds": None if self.server_cpu_seconds is None else round(self.server_cpu_seconds, 3),
             "backoffs": self.backoffs, "backoff_seconds": round(self.backoff_seconds, 3),
             "verify": {"unit": self.count_unit, "expected": self.expected, "counted": self.counted,
                        "ok": self.verified},
@@ -225,7 +227,26 @@ def _cpu_children() -> float:
     return r.ru_utime + r.ru_stime
 
 
-async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | None = None) -> LoadResult:
+def _cpu_of(pids: list[int]) -> float | None:
+    """CPU seconds of server processes and their children (None without pids)."""
+    if not pids:
+        return None
+    import psutil
+
+    total = 0.0
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            for q in [p] + p.children(recursive=True):
+                t = q.cpu_times()
+                total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | None = None,
+               server_pids: list[int] | None = None) -> LoadResult:
     """Create, load (timed), verify, compact and measure. Raises LoadError on failure
     (the partial result is in exc.result)."""
     opts.check()
@@ -241,7 +262,7 @@ async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | N
     await target.create(tables, opts.if_exists)
     counters = mp.RawArray("q", N_COUNTERS * opts.processes)
     sampler = _Sampler(counters, opts.processes, df.rows, f"load {cls.name}", opts.progress)
-    cpu0, cpuc0 = _cpu_self(), _cpu_children()
+    cpu0, cpuc0, scpu0 = _cpu_self(), _cpu_children(), _cpu_of(server_pids)
     ticker = asyncio.create_task(sampler.run())
     try:
         try:
@@ -260,6 +281,8 @@ async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | N
             ticker.cancel()
             res.seconds = time.perf_counter() - sampler.t0
             res.client_cpu_seconds = (_cpu_self() - cpu0) + (_cpu_children() - cpuc0)
+            if scpu0 is not None:
+                res.server_cpu_seconds = _cpu_of(server_pids) - scpu0
             sampler.sample()
             sampler.close()
             res.timeline = sampler.timeline
