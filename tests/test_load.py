@@ -244,3 +244,17 @@ def test_third_party_target_through_entry_point(monkeypatch):
     ep = EntryPoint("mydb", "tsbench.targets.null:NullTarget", targets.ENTRY_POINT_GROUP)
     monkeypatch.setattr(targets, "entry_points", lambda group: [ep] if group == targets.ENTRY_POINT_GROUP else [])
     assert "mydb" in targets.names() and targets.get("mydb").name == "null"
+
+
+def test_server_restart_keeps_ports_and_changes_pid(tmp_path):
+    from tsbench.servers.base import load_state, pid_alive
+    from tsbench.servers.nullhttp import NullHttpServer
+
+    srv = NullHttpServer(name=f"test-restart-{os.getpid()}", instance_dir=tmp_path / "sink")
+    with srv:
+        first = srv.state
+        again = srv.restart()
+        assert again.ports == first.ports and again.pid != first.pid
+        assert not pid_alive(first.pid) and pid_alive(again.pid)
+        assert load_state(srv.name).pid == again.pid and srv.pids() == [again.pid]
+    assert load_state(srv.name) is None and not pid_alive(again.pid)

@@ -94,9 +94,9 @@ class DuckDBTarget(Target):
                    [f"{_quote(f.name)} {SQL_TYPES[f.type]}" for f in t.fields]
             self.con.execute(f"CREATE TABLE IF NOT EXISTS {_quote(t.name)} ({', '.join(cols)})")
             names = ["time", *t.tags, *t.field_names]
-            types = {"time": pa.timestamp("ns", tz="UTC"), **{k: pa.string() for k in t.tags},
+            types = {"time": pa.timestamp("us", tz="UTC"), **{k: pa.string() for k in t.tags},
                      **{f.name: ARROW_TYPES[f.type] for f in t.fields}}
-            self._converts.append((pacsv.ReadOptions(column_names=names),
+            self._converts.append((pacsv.ReadOptions(column_names=names, use_threads=False),
                                    pacsv.ConvertOptions(column_types=types, strings_can_be_null=True)))
 
     def _append(self, data: memoryview) -> None:
@@ -105,18 +105,24 @@ class DuckDBTarget(Target):
             cur = self._local.cur = self.con.cursor()
         buf, parts = native.split_csv(self._layout, data)
         view = memoryview(buf)
-        for t, part, (ropts, copts) in zip(self._tables, parts, self._converts):
-            if part is None:
-                continue
-            off, n, _, _ = part
-            try:
-                arrow = pacsv.read_csv(pa.BufferReader(pa.py_buffer(view[off: off + n])), read_options=ropts,
-                                       convert_options=copts)
-                cur.register("batch_in", arrow)
-                cur.execute(f"INSERT INTO {_quote(t.name)} SELECT * FROM batch_in")
-                cur.unregister("batch_in")
-            except (pa.ArrowInvalid, duckdb.Error) as exc:
-                raise Fatal(f"duckdb: table {t.name}: {exc}") from None
+        cur.execute("BEGIN")                 # one commit (one WAL flush) per batch
+        try:
+            for t, part, (ropts, copts) in zip(self._tables, parts, self._converts):
+                if part is None:
+                    continue
+                off, n, _, _ = part
+                try:
+                    arrow = pacsv.read_csv(pa.BufferReader(pa.py_buffer(view[off: off + n])), read_options=ropts,
+                                           convert_options=copts)
+                    cur.register("batch_in", arrow)
+                    cur.execute(f"INSERT INTO {_quote(t.name)} SELECT * FROM batch_in")
+                    cur.unregister("batch_in")
+                except (pa.ArrowInvalid, duckdb.Error) as exc:
+                    raise Fatal(f"duckdb: table {t.name}: {exc}") from None
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
 
     async def write(self, batch: Batch) -> None:
         await asyncio.to_thread(self._append, batch.data)
