@@ -13,6 +13,7 @@ import pytest
 
 import tsbench
 from conftest import dataset
+from tsbench import native
 from tsbench.native import Simulator, lib
 
 ROOT = pathlib.Path(tsbench.__file__).resolve().parent.parent
@@ -103,4 +104,4 @@ def test_stale_build_is_reported_in_one_line(tmp_path):
 
 
 def test_api_version_matches():
-    assert lib.ts_api_version() == 1
+    assert lib.ts_api_version() == native.API_VERSION == 2

@@ -1,0 +1,196 @@
+"""InfluxDB 1.x as a load target (phase 2): line protocol batches in ns
+precision through the v1 /write endpoint (the shared HttpClient) or the v2
+/api/v2/write endpoint that 1.8 also serves (the influxdb-client package);
+statements through POST /query. count() is in field values."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from ..errors import UserError
+from .base import Batch, Fatal, Retryable, Tables, Target, exists_error
+from .http import PUSHBACK_STATUS, HttpClient
+
+# InfluxDB's words when it pushes back (HTTP 500): retry the same batch later.
+# A bare "timeout" would also match a refused line that mentions the word.
+PUSHBACK_WORDS = ("cache-max-memory-size exceeded", "cache maximum memory size exceeded", '"error":"timeout"')
+PASSWORD_ENV = "INFLUX_PASSWORD"
+COMPACT_TIMEOUT = 600.0
+
+
+class InfluxOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    database: str = "tsbench"
+    api: Literal["v1", "v2"] = "v1"
+    username: str | None = None
+    password: SecretStr | None = None   # better: leave unset and export INFLUX_PASSWORD
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class InfluxTarget(Target):
+    name = "influx"
+    format = "influx"
+    count_unit = "values"
+    server_kind = "influx"
+    options_model = InfluxOptions
+
+    def __init__(self, url=None, options=None):
+        super().__init__(url, options)
+        o = self.options
+        self.db = o.database
+        self.what = f"influx at {self.url}"
+        self.headers: dict[str, str] = {}
+        self._password: str | None = None
+        if o.username:
+            pw = o.password.get_secret_value() if o.password else os.environ.get(PASSWORD_ENV)
+            if pw is None:
+                raise UserError(f"target influx: username {o.username!r} needs a password: "
+                                f"export {PASSWORD_ENV}")
+            self._password = pw
+            cred = base64.b64encode(f"{o.username}:{pw}".encode()).decode()
+            self.headers["Authorization"] = f"Basic {cred}"
+        self.http: HttpClient | None = None
+        self._v2 = None          # (client, write_api) for api v2
+        self._version = ""
+
+    # ---- connection ---------------------------------------------------------------------
+    async def open(self) -> None:
+        if not self.url:
+            raise UserError("target influx: needs a url (server: local, or server: {url: http://host:8086})")
+        self.http = HttpClient(self.url, self.what, pushback_words=PUSHBACK_WORDS)
+        await self.http.open(probe_path="/ping")
+        async with self.http.session.get(self.url + "/ping") as r:
+            self._version = r.headers.get("X-Influxdb-Version", "")
+            if r.status != 204 or not self._version:
+                await self.close()
+                raise UserError(f"target influx: {self.url}/ping answered HTTP {r.status} with X-Influxdb-Version "
+                                f"{self._version or '(none)'}: is this an InfluxDB 1.x server?")
+        if self.options.api == "v2":
+            from influxdb_client.client.influxdb_client_async import InfluxDBClientAsync
+
+            token = f"{self.options.username}:{self._password}" if self.options.username else "-"
+            client = InfluxDBClientAsync(url=self.url, token=token, org="-", timeout=300_000)
+            self._v2 = (client, client.write_api())
+
+    async def close(self) -> None:
+        if self._v2 is not None:
+            await self._v2[0].close()
+            self._v2 = None
+        if self.http is not None:
+            await self.http.close()
+            self.http = None
+
+    async def version(self) -> str:
+        return self._version
+
+    # ---- statements ---------------------------------------------------------------------
+    async def influxql(self, q: str, db: str | None = None) -> list[dict]:
+        """Run InfluxQL statements (POST /query); the results, or Fatal with the server's words."""
+        form = {"q": q}
+        if db:
+            form["db"] = db
+        try:
+            body = await self.http.post("/query", form, params={"epoch": "ns"}, headers=self.headers)
+        except Retryable as exc:
+            raise Fatal(str(exc)) from None
+        results = json.loads(body).get("results", [])
+        for r in results:
+            if "error" in r:
+                raise Fatal(f"{self.what}: {q[:200]}: {r['error']}")
+        return results
+
+    async def _databases(self) -> set[str]:
+        res = await self.influxql("SHOW DATABASES")
+        return {row[0] for s in res[0].get("series", []) for row in s.get("values") or []}
+
+    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+        db = _ident(self.db)
+        if self.db in await self._databases():
+            if if_exists == "drop":
+                await self.influxql(f"DROP DATABASE {db}")
+            elif if_exists == "abort":
+                res = await self.influxql(f"SHOW MEASUREMENTS ON {db} LIMIT 1")
+                if res[0].get("series"):
+                    raise exists_error("influx", f"database {self.db!r} at {self.url}")
+        await self.influxql(f"CREATE DATABASE {db}")
+
+    # ---- load ---------------------------------------------------------------------------
+    async def write(self, batch: Batch) -> None:
+        if self._v2 is not None:
+            return await self._write_v2(batch)
+        await self.http.post("/write", batch.data, params={"db": self.db, "precision": "ns"},
+                             headers={"Content-Type": "text/plain; charset=utf-8", **self.headers})
+
+    async def _write_v2(self, batch: Batch) -> None:
+        import aiohttp
+        from influxdb_client.rest import ApiException
+
+        try:
+            # the client takes bytes only (a memoryview would be iterated per byte)
+            await self._v2[1].write(bucket=f"{self.db}/autogen", record=bytes(batch.data), write_precision="ns")
+        except ApiException as exc:
+            text = (exc.body.decode("utf-8", "replace") if isinstance(exc.body, bytes) else str(exc.body or "")).strip()
+            msg = f"{self.what}: HTTP {exc.status}: {text[:500] or exc.reason}"
+            if exc.status in PUSHBACK_STATUS or any(w in text for w in PUSHBACK_WORDS):
+                raise Retryable(msg) from None
+            raise Fatal(msg) from None
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, asyncio.TimeoutError,
+                ConnectionError) as exc:
+            raise Retryable(f"{self.what}: {exc or type(exc).__name__}") from None
+
+    async def count(self, tables: Tables) -> int:
+        """Field values: count(*) of every measurement over [start, end)."""
+        where = f"WHERE time >= {tables.start_ns} AND time < {tables.end_ns}"
+        q = ";".join(f"SELECT count(*) FROM {_ident(t.name)} {where}" for t in tables)
+        total = 0
+        for r in await self.influxql(q, db=self.db):
+            for s in r.get("series", []):
+                for row in s.get("values") or []:
+                    total += sum(v for v in row[1:] if v)
+        return total
+
+    # ---- settle and measure -------------------------------------------------------------
+    async def _stats(self, module: str) -> list[tuple[dict, dict]]:
+        """SHOW STATS rows of one module for this database: (tags, {field: value})."""
+        res = await self.influxql(f"SHOW STATS FOR '{module}'")
+        out = []
+        for s in res[0].get("series", []):
+            tags = s.get("tags") or {}
+            if tags.get("database") != self.db:
+                continue
+            for row in s.get("values") or []:
+                out.append((tags, dict(zip(s["columns"], row))))
+        return out
+
+    async def compact(self, timeout: float = COMPACT_TIMEOUT) -> None:
+        """Wait until every shard's cache has been snapshotted to TSM files (our
+        server config does it after 10 s without writes) and no compaction is
+        running or queued, on two polls 1 s apart; give up quietly after
+        `timeout` s. Full compaction of cold shards (1 min cold in our config)
+        is not awaited."""
+        deadline = time.monotonic() + timeout
+        quiet = 0
+        while time.monotonic() < deadline:
+            cache = await self._stats("tsm1_cache")
+            engine = await self._stats("tsm1_engine")
+            busy = any(v.get("memBytes", 0) for _, v in cache) or any(
+                n for _, v in engine for k, n in v.items()
+                if k.endswith(("CompactionsActive", "CompactionQueue")) and n)
+            quiet = 0 if busy else quiet + 1
+            if quiet == 2:
+                return
+            await asyncio.sleep(1.0)
+
+    async def disk_bytes(self) -> dict[str, int]:
+        """The shards' own diskBytes (TSM files + WAL) summed over the database."""
+        return {"influx_shard_disk_bytes": sum(int(v.get("diskBytes", 0)) for _, v in await self._stats("shard"))}
