@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 
 from aiohttp import web
 

@@ -179,7 +179,7 @@ def test_cli_load_prints_summary_and_json(data, tmp_path):
 
 def test_cli_load_generate_first(tmp_path):
     out = tmp_path / "g.csv"
-    p = run_cli("load", str(out), "-t", "duckdb", "-q", "--json", str(tmp_path / "s.json"),
+    run_cli("load", str(out), "-t", "duckdb", "-q", "--json", str(tmp_path / "s.json"),
                 "--generate", "use-case=cpu-only,scale=2,end=2016-01-01T00:10:00Z,seed=3")
     s = json.loads((tmp_path / "s.json").read_text())
     assert s["rows"] == 2 * 60 and s["verify"]["ok"] and out.exists()

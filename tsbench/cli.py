@@ -102,7 +102,7 @@ def generate(use_case, scale, start, end, interval, seed, fmt, output, compress,
 @click.option("--if-exists", type=click.Choice(["abort", "reuse", "drop"]), default="abort", show_default=True,
               help="When the database already holds data.")
 @click.option("--option", "-O", "options", multiple=True, metavar="KEY=VALUE",
-              help="Target option, repeatable: influx api=v2; postgres layout=... index=brin ...")
+              help="Target option, repeatable: influx api=v2; postgres tags=inline index=brin ...")
 @click.option("--server-option", "server_options", multiple=True, metavar="KEY=VALUE",
               help="Option of a local server, repeatable: influx version=apt flux=true ...")
 @click.option("--port", "ports", multiple=True, metavar="NAME=PORT",
@@ -130,8 +130,6 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
         --generate use_case=devops,scale=10,end=2016-01-01T02:00:00Z
     """
     import asyncio
-    import json
-    import tempfile
 
     from .connect import connect
     from .datafile import open_datafile
@@ -145,7 +143,6 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
     opts.check()
     topts = _params(options, "--option")
     cls.parse_options(topts)
-    tmp = None
     if gen is not None:
         datafile = _generate_for(cls, gen, datafile, quiet)
     elif datafile is None:

@@ -158,6 +158,7 @@ def _child(target_cls, url, options, df_path, fmt, compression, tables, rng_, op
         t = target_cls(url, options)
         await t.open()
         try:
+            await t.attach(tables)
             layout = csv_layout(tables) if fmt == "csv" else None
             await _pump(t, BatchReader(df_path, fmt, opts.batch_size, compression, layout, rng_), opts,
                         counters, slot)

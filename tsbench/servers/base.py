@@ -97,6 +97,18 @@ def log_tail(log: pathlib.Path, lines: int = 3) -> str:
     return " | ".join(line.strip() for line in text[-lines:]) or "(empty log)"
 
 
+def bool_option(kind: str, name: str, v) -> bool:
+    """A server option that is a flag; command-line options arrive as text."""
+    if isinstance(v, bool):
+        return v
+    word = str(v).strip().lower()
+    if word in ("true", "yes", "on", "1"):
+        return True
+    if word in ("false", "no", "off", "0"):
+        return False
+    raise UserError(f"server {kind}: option {name}: expected true or false, got {v!r}")
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -146,6 +158,7 @@ class Server:
     url_scheme: ClassVar[str] = "http"       # url = scheme://127.0.0.1:<first port>
     ready_timeout: ClassVar[float] = READY_TIMEOUT
     stop_timeout: ClassVar[float] = 30.0
+    stop_signal: ClassVar[int] = signal.SIGTERM   # the server's own "shut down now" signal
 
     def __init__(self, name: str | None = None, instance_dir: str | os.PathLike | None = None,
                  ports: dict[str, int] | None = None, options: dict | None = None):
@@ -277,7 +290,7 @@ class Server:
 
     def _terminate(self, pid: int) -> None:
         try:
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, self.stop_signal)
         except ProcessLookupError:
             return
         deadline = time.monotonic() + self.stop_timeout

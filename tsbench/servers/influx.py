@@ -16,24 +16,12 @@ import subprocess
 import tempfile
 
 from ..errors import ServerError, UserError
-from .base import Server, home, http_ok, run_logged, say
+from .base import Server, bool_option, home, http_ok, run_logged, say
 
 GO_VERSION = "1.8.10"
 MODULE = "github.com/influxdata/influxdb"
 APT_BINARY = pathlib.Path("/usr/bin/influxd")
 VERSIONS = (GO_VERSION, "apt")
-
-
-def _bool(name: str, v) -> bool:
-    """A bool option from YAML (bool) or the command line (text)."""
-    if isinstance(v, bool):
-        return v
-    word = str(v).strip().lower()
-    if word in ("true", "yes", "on", "1"):
-        return True
-    if word in ("false", "no", "off", "0"):
-        return False
-    raise UserError(f"server influx: option {name}: {v!r} is not true or false")
 
 
 def _go_dir() -> pathlib.Path:
@@ -52,7 +40,7 @@ class InfluxServer(Server):
         self.want = str(self.options.get("version", GO_VERSION))
         if self.want not in VERSIONS:
             raise UserError(f"server influx: option version: {self.want!r} is not one of {', '.join(VERSIONS)}")
-        self.flux = _bool("flux", self.options.get("flux", False))
+        self.flux = bool_option("influx", "flux", self.options.get("flux", False))
         self._version: str | None = None
 
     # ---- install ------------------------------------------------------------------------

@@ -6,6 +6,7 @@ database's capabilities without a server. The loader drives it:
 
     t = Cls(url, options); await t.open()
     await t.create(tables, if_exists)        # abort (default) | reuse | drop
+    (await t.attach(tables): in each extra load process instead of create)
     await t.write(batch)                     # many, concurrently, from N workers
     await t.flush(); await t.count(tables)   # verify
     await t.compact(); await t.disk_bytes()  # untimed
@@ -139,6 +140,10 @@ class Target:
 
     async def create(self, tables: Tables, if_exists: str = "abort") -> None:
         raise NotImplementedError
+
+    async def attach(self, tables: Tables) -> None:
+        """In a load process other than the one that ran create(): bind to the
+        tables create() made (no DDL), before the first write."""
 
     async def write(self, batch: Batch) -> None:
         raise NotImplementedError
