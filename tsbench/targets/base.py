@@ -99,6 +99,7 @@ class Target:
     options_model: ClassVar[type[BaseModel]] = NoOptions
     default_database: ClassVar[str] = "tsbench"
     multiprocess: ClassVar[bool] = True          # can several load processes write at once
+    float_digits: ClassVar[int | None] = None    # significant digits a float keeps (None: the exact double)
 
     def __init__(self, url: str | None = None, options: dict[str, Any] | None = None):
         self.url = url.rstrip("/") if url else url
@@ -129,7 +130,7 @@ class Target:
     def capabilities(cls) -> dict[str, Any]:
         """Plain data: what this target consumes and supports."""
         return {"name": cls.name, "format": cls.format, "count_unit": cls.count_unit,
-                "server": cls.server_kind, "multiprocess": cls.multiprocess, "query_types": sorted(cls.query_types),
+                "server": cls.server_kind, "multiprocess": cls.multiprocess, "float_digits": cls.float_digits, "query_types": sorted(cls.query_types),
                 "options": sorted(cls.options_model.model_fields)}
 
     async def open(self) -> None:

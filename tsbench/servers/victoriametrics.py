@@ -1,0 +1,109 @@
+"""VictoriaMetrics single-node as a local server (phases 2-5): install from
+Debian (`victoria-metrics` 1.79.5, the default) or build a release with Go,
+then run it on 127.0.0.1 only, with its data under the instance dir, a
+100-year retention (the default month silently drops 2016 data) and no
+response cache, so repeated queries measure the database, not the cache."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+
+from ..errors import ServerError, UserError
+from .base import Server, home, http_ok, run_logged, say
+
+APT_PACKAGE = "victoria-metrics"
+APT_BINARY = pathlib.Path("/usr/bin/victoria-metrics")
+GO_MODULE = "github.com/VictoriaMetrics/VictoriaMetrics"
+OPTIONS = ("version",)
+
+
+class VictoriaMetricsServer(Server):
+    kind = "victoriametrics"
+    port_names = ("http",)
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        unknown = set(self.options) - set(OPTIONS)
+        if unknown:
+            raise UserError(f"server {self.kind}: unknown option {min(unknown)!r} (options: {', '.join(OPTIONS)})")
+        v = str(self.options.get("version", "apt")).removeprefix("v")
+        if v != "apt" and not re.fullmatch(r"\d+\.\d+\.\d+", v):
+            raise UserError(f"server {self.kind}: option version: {v!r} is neither 'apt' (Debian's package) "
+                            f"nor a release like 1.115.0 (built with Go)")
+        self.release = v
+
+    # ---- install ------------------------------------------------------------------------
+    def binary(self) -> pathlib.Path | None:
+        b = APT_BINARY if self.release == "apt" else home() / "bin" / f"victoria-metrics-{self.release}"
+        return b if b.is_file() and os.access(b, os.X_OK) else None
+
+    def install(self) -> None:
+        log = home() / "logs" / f"install-victoriametrics-{self.release}.log"
+        if self.release == "apt":
+            self._install_apt(log)
+        else:
+            self._install_go(log)
+
+    def _install_apt(self, log: pathlib.Path) -> None:
+        if os.geteuid() != 0:
+            raise ServerError(f"{self.kind}: installing Debian's {APT_PACKAGE} needs root (apt-get); install it "
+                              f"yourself or use server option version: 1.115.0 (built with Go)")
+        say(f"installing {APT_PACKAGE} (Debian package, 1.79.5) with apt-get")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        if subprocess.run(["apt-cache", "show", APT_PACKAGE], capture_output=True, check=False).returncode != 0:
+            run_logged(["apt-get", "update"], "apt-get update", log, env=env)
+        run_logged(["apt-get", "install", "-y", "--no-install-recommends", APT_PACKAGE],
+                   f"apt-get install {APT_PACKAGE}", log, env=env)
+
+    def _install_go(self, log: pathlib.Path) -> None:
+        if shutil.which("go") is None:
+            raise ServerError(f"{self.kind}: building release {self.release} needs Go (`go` is not on PATH)")
+        tag = f"v{self.release}"
+        out = home() / "bin" / f"victoria-metrics-{self.release}"
+        work = home() / "build" / f"victoria-metrics-{self.release}"
+        say(f"building VictoriaMetrics {tag} with Go ({GO_MODULE}/app/victoria-metrics; a few minutes)")
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        env = dict(os.environ, GOSUMDB="off", GOFLAGS="-buildvcs=false", CGO_ENABLED="0")
+        try:
+            run_logged(["go", "mod", "init", "w"], "go mod init", log, env=env, cwd=str(work))
+            # get the app package (not just the module), so go.sum covers everything it imports
+            run_logged(["go", "get", f"{GO_MODULE}/app/victoria-metrics@{tag}"], f"go get {GO_MODULE}@{tag}", log,
+                       env=env, cwd=str(work))
+            out.parent.mkdir(parents=True, exist_ok=True)
+            ldflags = f"-X {GO_MODULE}/lib/buildinfo.Version=victoria-metrics-{tag}"
+            run_logged(["go", "build", "-ldflags", ldflags, "-o", str(out), f"{GO_MODULE}/app/victoria-metrics"],
+                       f"go build victoria-metrics {tag}", log, env=env, cwd=str(work))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    # ---- run ----------------------------------------------------------------------------
+    def command(self, datadir: pathlib.Path, ports: dict[str, int]) -> list[str]:
+        # Only -httpListenAddr is set; graphite, influx TCP/UDP and OpenTSDB listeners are off
+        # by default, and self-scraping (which would add series) is off by default too.
+        return [str(self.ensure_installed()),
+                f"-httpListenAddr=127.0.0.1:{ports['http']}",
+                f"-storageDataPath={datadir}",
+                "-retentionPeriod=100y",
+                "-search.disableCache",          # no rollup-result cache: every query does the work
+                "-search.latencyOffset=0s",      # recent samples are visible at once
+                "-loggerLevel=WARN"]
+
+    def ready(self, ports: dict[str, int]) -> bool:
+        return http_ok(f"http://127.0.0.1:{ports['http']}/health", lambda s: s == 200)
+
+    def version(self) -> str:
+        """Debian's build carries no version (empty `-version` and vm_app_version): ask dpkg."""
+        if self.release == "apt":
+            p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", APT_PACKAGE], capture_output=True, text=True,
+                               check=False)
+            m = re.match(r"(\d+\.\d+\.\d+)", p.stdout)
+            return m.group(1) if m else ""
+        b = self.binary()
+        p = subprocess.run([str(b), "-version"], capture_output=True, text=True, timeout=30, check=False) if b else None
+        m = re.search(r"v(\d+\.\d+\.\d+)", (p.stdout + p.stderr) if p else "")
+        return m.group(1) if m else ""
