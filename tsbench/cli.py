@@ -129,12 +129,8 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
       python -m tsbench load --target postgres -O index=brin \\
         --generate use_case=devops,scale=10,end=2016-01-01T02:00:00Z
     """
-    import asyncio
-
-    from .connect import connect
-    from .datafile import open_datafile
-    from .load import LoadError, LoadOptions, load as run_load
     from . import targets
+    from .load import LoadOptions
 
     cls = targets.get(target_name)
     opts = LoadOptions(workers=workers, batch_size=batch_size, processes=processes, if_exists=if_exists,
@@ -143,37 +139,60 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
     opts.check()
     topts = _params(options, "--option")
     cls.parse_options(topts)
+    scratch = None
     if gen is not None:
-        datafile = _generate_for(cls, gen, datafile, quiet)
+        if datafile is None:             # generated into a temporary dir, removed after the load
+            import tempfile
+
+            scratch = tempfile.mkdtemp(prefix="tsbench-")
+            datafile = str(pathlib.Path(scratch) / f"data.{cls.format}")
+        _generate_for(gen, cls.format, datafile, quiet)
     elif datafile is None:
         raise UserError("load: give a DATAFILE or --generate KEY=VALUE,...")
+    try:
+        _load_file(datafile, target_name, server, opts, topts, server_options, ports, keep_server, json_out,
+                   quiet, workers, batch_size, processes)
+    finally:
+        if scratch:
+            import shutil
+
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _load_file(datafile, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet,
+               workers, batch_size, processes) -> None:
+    import asyncio
+
+    from .connect import connect
+    from .datafile import open_datafile
+    from .load import LoadError, load as run_load
+
     df = open_datafile(datafile)
 
     async def go():
         async with connect(target_name, server, topts, _params(server_options, "--server-option"),
-                           _ports(ports), keep_server) as c:
-            res = await run_load(c.target, df, opts, c.datadir, c.server.pids() if c.server else None)
-            return res, await c.target.version(), c.server
+                           _ports(ports), keep_server, announce=not quiet) as c:
+            try:
+                res = await run_load(c.target, df, opts, c.datadir, c.server.pids() if c.server else None)
+            except LoadError as exc:
+                if json_out:
+                    failed = exc.result.summary() if getattr(exc, "result", None) else \
+                        {"status": "failed", "reason": str(exc)}
+                    _write_json(json_out, {**failed, "data_file": str(df.path)})
+                raise
+            version = await c.target.version() or (c.server.state.version if c.server else "")
+            summary = res.summary()
+            summary.update(data_file=str(df.path), format=df.format, server=server, server_version=version,
+                           workers=workers, batch_size=batch_size, processes=processes)
+            if json_out:
+                _write_json(json_out, summary)
+            if not quiet:      # before the server stops
+                _print_load(summary, c.server if keep_server else None)
 
-    try:
-        res, version, srv = asyncio.run(go())
-        summary = res.summary()
-    except LoadError as exc:
-        summary = exc.result.summary() if getattr(exc, "result", None) else {"status": "failed", "reason": str(exc)}
-        if json_out:
-            _write_json(json_out, {**summary, "data_file": str(df.path)})
-        raise
-    summary.update(data_file=str(df.path), format=df.format, server=server, server_version=version,
-                   workers=workers, batch_size=batch_size, processes=processes)
-    if json_out:
-        _write_json(json_out, summary)
-    if not quiet:
-        _print_load(summary, srv)
+    asyncio.run(go())
 
 
-def _generate_for(cls, gen: str, datafile, quiet: bool) -> str:
-    import tempfile
-
+def _generate_for(gen: str, fmt: str, datafile: str, quiet: bool) -> None:
     from .dataset import DatasetSpec, resolve
     from .generate import generate as run_gen
 
@@ -181,12 +200,7 @@ def _generate_for(cls, gen: str, datafile, quiet: bool) -> str:
     spec_keys = set(DatasetSpec.model_fields) - {"params"}
     params = {k: v for k, v in kv.items() if k not in spec_keys}
     spec = DatasetSpec(**{k: v for k, v in kv.items() if k in spec_keys}, params=params)
-    ds = resolve(spec)
-    fmt = cls.format
-    if datafile is None:
-        datafile = str(pathlib.Path(tempfile.mkdtemp(prefix="tsbench-")) / f"data.{fmt}")
-    run_gen(ds, fmt, datafile, None, None, 1, 1, show_progress=not quiet)
-    return datafile
+    run_gen(resolve(spec), fmt, datafile, None, None, 1, 1, show_progress=not quiet)
 
 
 def _write_json(path: str, data: dict) -> None:

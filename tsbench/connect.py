@@ -8,7 +8,7 @@ import contextlib
 from dataclasses import dataclass
 
 from . import servers, targets
-from .servers.base import Server, home
+from .servers.base import Server, home, say
 from .targets.base import Target
 
 
@@ -22,7 +22,7 @@ class Connection:
 @contextlib.asynccontextmanager
 async def connect(target_name: str, server: str = "local", options: dict | None = None,
                   server_options: dict | None = None, ports: dict | None = None, keep_server: bool = False,
-                  name: str | None = None, instance_dir=None):
+                  name: str | None = None, instance_dir=None, announce: bool = True):
     cls = targets.get(target_name)
     cls.parse_options(options or {})           # bad options fail before any install
     srv, datadir = None, None
@@ -32,8 +32,10 @@ async def connect(target_name: str, server: str = "local", options: dict | None 
         else:
             srv = servers.get(cls.server_kind)(name=name, instance_dir=instance_dir, ports=ports,
                                                 options=server_options)
-            srv.start()
+            st = srv.start()
             url, datadir = srv.url, str(srv.datadir)
+            if announce:
+                say(f"started {st.kind} {st.version} (pid {st.pid}) at {st.url}, data in {st.datadir}")
     else:
         url = server
     try:
@@ -45,4 +47,7 @@ async def connect(target_name: str, server: str = "local", options: dict | None 
             await t.close()
     finally:
         if srv is not None and not keep_server:
+            pid = srv.state.pid if srv.state else None
             srv.stop()
+            if announce:
+                say(f"stopped {srv.kind} (pid {pid})")
