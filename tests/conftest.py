@@ -113,3 +113,20 @@ def columns(ds, lo=None, hi=None, seed=None):
 @pytest.fixture
 def small_devops():
     return dataset(use_case="devops", scale=3, end="2016-01-01T01:00:00Z", seed=7)
+
+
+def generator_series(ds, checks):
+    """{(measurement, field, entity): (first tag value, [(time_ns, value)] in time order)}
+    straight from the simulator's columnar output: what a database must give back."""
+    cols, sim = columns(ds)
+    names = [se.name for se in ds.schema.series]
+    out = {}
+    for meas, field, entity in checks:
+        s = names.index(meas)
+        visible = [f.name for f in ds.schema.series[s].fields if not f.hidden]
+        rows = (cols["series"] == s) & (cols["entity"] == entity)
+        order = np.argsort(cols["time"][rows], kind="stable")
+        ts = cols["time"][rows][order].tolist()
+        vals = cols["values"][rows][order, visible.index(field)].tolist()
+        out[meas, field, entity] = sim.tag_values(entity, s)[0], list(zip(ts, vals))
+    return out

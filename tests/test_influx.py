@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import columns, run_cli
+from conftest import generator_series, run_cli
 
 from tsbench.datafile import open_datafile
 from tsbench.errors import UserError
@@ -76,19 +76,7 @@ async def opened(url: str, **options) -> InfluxTarget:
 
 
 def expected(df, checks):
-    """{(measurement, field, entity): (hostname, [(ts, value)])} straight from the simulator."""
-    ds = df.dataset
-    cols, sim = columns(ds)
-    out = {}
-    for meas, field, entity in checks:
-        s = [se.name for se in ds.schema.series].index(meas)
-        names = [f.name for f in ds.schema.series[s].fields if not f.hidden]
-        rows = (cols["series"] == s) & (cols["entity"] == entity)
-        order = np.argsort(cols["time"][rows], kind="stable")
-        ts = cols["time"][rows][order].tolist()
-        vals = cols["values"][rows][order, names.index(field)].tolist()
-        out[meas, field, entity] = sim.tag_values(entity, s)[0], list(zip(ts, vals))
-    return out
+    return generator_series(df.dataset, checks)
 
 
 async def read_back(t: InfluxTarget, meas: str, field: str, host: str, tables):

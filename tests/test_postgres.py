@@ -15,10 +15,9 @@ import re
 import shutil
 import tempfile
 
-import numpy as np
 import psycopg
 import pytest
-from conftest import columns, run_cli
+from conftest import columns, generator_series, run_cli
 
 from tsbench.datafile import open_datafile
 from tsbench.errors import UserError
@@ -79,19 +78,9 @@ def sql(pg, db: str, q: str, params=None) -> list[tuple]:
 
 
 def expected(df, checks):
-    """{(measurement, field, entity): (hostname, [(time, value)])} straight from the simulator."""
-    ds = df.dataset
-    cols, sim = columns(ds)
-    out = {}
-    for meas, field, entity in checks:
-        s = [se.name for se in ds.schema.series].index(meas)
-        names = [f.name for f in ds.schema.series[s].fields if not f.hidden]
-        rows = (cols["series"] == s) & (cols["entity"] == entity)
-        order = np.argsort(cols["time"][rows], kind="stable")
-        ts = [dt.datetime.fromtimestamp(t / 1e9, dt.timezone.utc) for t in cols["time"][rows][order].tolist()]
-        vals = cols["values"][rows][order, names.index(field)].tolist()
-        out[meas, field, entity] = sim.tag_values(entity, s)[0], list(zip(ts, vals))
-    return out
+    """As generator_series, with times as the datetimes psycopg returns."""
+    return {k: (tag, [(dt.datetime.fromtimestamp(t / 1e9, dt.timezone.utc), v) for t, v in series])
+            for k, (tag, series) in generator_series(df.dataset, checks).items()}
 
 
 def read_back(pg, db: str, tags: str, meas: str, field: str, host: str) -> list[tuple]:

@@ -8,15 +8,14 @@ Options: version "1.8.10" (default; built with Go, apt if Go is absent) or
 
 from __future__ import annotations
 
-import os
 import pathlib
 import re
 import shutil
 import subprocess
-import tempfile
 
-from ..errors import ServerError, UserError
-from .base import Server, bool_option, home, http_ok, run_logged, say
+from ..errors import UserError
+from .base import Server, bool_option, home, http_ok, say
+from .install import apt_install, go_build
 
 GO_VERSION = "1.8.10"
 MODULE = "github.com/influxdata/influxdb"
@@ -63,43 +62,15 @@ class InfluxServer(Server):
             self._install_apt()
 
     def _install_go(self) -> None:
-        dest = _go_dir()
         log = home() / "bin" / f"influx-{GO_VERSION}.install.log"
         say(f"installing InfluxDB {GO_VERSION}: building {MODULE}/cmd/influxd with Go "
             f"(about a minute; log: {log})")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        ldflags = f"-X main.version={GO_VERSION}"
-        env = dict(os.environ, GOSUMDB="off", GO111MODULE="on")
-        with tempfile.TemporaryDirectory(prefix="influx-build-", dir=dest.parent) as tmp:
-            out = pathlib.Path(tmp) / "bin"
-            out.mkdir()
-            try:
-                run_logged(["go", "install", "-ldflags", ldflags, f"{MODULE}/cmd/influxd@v{GO_VERSION}"],
-                           "influx: go install", log, env=dict(env, GOBIN=str(out)), cwd=tmp)
-            except ServerError:
-                say("influx: go install was refused; building through a throw-away module instead")
-                mod = pathlib.Path(tmp) / "w"
-                mod.mkdir()
-                run_logged(["go", "mod", "init", "w"], "influx: go mod init", log, env=env, cwd=str(mod))
-                run_logged(["go", "get", f"{MODULE}@v{GO_VERSION}"], "influx: go get", log, env=env, cwd=str(mod))
-                run_logged(["go", "build", "-ldflags", ldflags, "-o", str(out / "influxd"), f"{MODULE}/cmd/influxd"],
-                           "influx: go build", log, env=env, cwd=str(mod))
-            if not (out / "influxd").is_file():
-                raise ServerError(f"influx: the Go build made no influxd binary (log: {log})")
-            if dest.exists():
-                shutil.rmtree(dest)
-            os.replace(out, dest)            # atomic: a half-built install is never seen
-        say(f"installed InfluxDB {GO_VERSION} at {dest / 'influxd'}")
+        dest = go_build(f"{MODULE}/cmd/influxd", f"v{GO_VERSION}", _go_dir() / "influxd", "influx", log,
+                        ldflags=f"-X main.version={GO_VERSION}")
+        say(f"installed InfluxDB {GO_VERSION} at {dest}")
 
     def _install_apt(self) -> None:
-        log = home() / "bin" / "influx-apt.install.log"
-        say(f"installing InfluxDB from Debian (apt-get install influxdb; log: {log})")
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        cmd = ["apt-get", "install", "-y", "--no-install-recommends", "influxdb"]
-        known = subprocess.run(["apt-cache", "show", "influxdb"], capture_output=True, check=False).returncode == 0
-        if not known:
-            run_logged(["apt-get", "update"], "influx: apt-get update", log, env=env)
-        run_logged(cmd, "influx: apt-get install influxdb", log, env=env)
+        apt_install("influxdb", "influx", home() / "bin" / "influx-apt.install.log")
 
     def version(self) -> str:
         if self._version is None:

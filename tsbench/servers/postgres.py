@@ -29,6 +29,7 @@ import sys
 
 from ..errors import ServerError, UserError
 from .base import Server, bool_option, home, run_logged, say
+from .install import apt_install
 
 APT_PACKAGE = "postgresql-15"
 DEBIAN_ROOT = pathlib.Path("/usr/lib/postgresql")
@@ -110,12 +111,7 @@ class PostgresServer(Server):
         self._install_pip(log)
 
     def _install_apt(self, log: pathlib.Path) -> None:
-        say(f"installing {APT_PACKAGE} (Debian package) with apt-get (log: {log})")
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        if subprocess.run(["apt-cache", "show", APT_PACKAGE], capture_output=True, check=False).returncode != 0:
-            run_logged(["apt-get", "update"], "apt-get update", log, env=env)
-        run_logged(["apt-get", "install", "-y", "--no-install-recommends", APT_PACKAGE],
-                   f"apt-get install {APT_PACKAGE}", log, env=env)
+        apt_install(APT_PACKAGE, "postgres", log)
 
     def _install_pip(self, log: pathlib.Path) -> None:
         dest = _pip_dir()

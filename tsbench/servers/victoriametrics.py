@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 
 from ..errors import ServerError, UserError
-from .base import Server, home, http_ok, run_logged, say
+from .base import Server, home, http_ok, say
+from .install import apt_install, go_build
 
 APT_PACKAGE = "victoria-metrics"
 APT_BINARY = pathlib.Path("/usr/bin/victoria-metrics")
@@ -52,34 +52,14 @@ class VictoriaMetricsServer(Server):
         if os.geteuid() != 0:
             raise ServerError(f"{self.kind}: installing Debian's {APT_PACKAGE} needs root (apt-get); install it "
                               f"yourself or use server option version: 1.115.0 (built with Go)")
-        say(f"installing {APT_PACKAGE} (Debian package, 1.79.5) with apt-get")
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        if subprocess.run(["apt-cache", "show", APT_PACKAGE], capture_output=True, check=False).returncode != 0:
-            run_logged(["apt-get", "update"], "apt-get update", log, env=env)
-        run_logged(["apt-get", "install", "-y", "--no-install-recommends", APT_PACKAGE],
-                   f"apt-get install {APT_PACKAGE}", log, env=env)
+        apt_install(APT_PACKAGE, self.kind, log)
 
     def _install_go(self, log: pathlib.Path) -> None:
-        if shutil.which("go") is None:
-            raise ServerError(f"{self.kind}: building release {self.release} needs Go (`go` is not on PATH)")
         tag = f"v{self.release}"
-        out = home() / "bin" / f"victoria-metrics-{self.release}"
-        work = home() / "build" / f"victoria-metrics-{self.release}"
         say(f"building VictoriaMetrics {tag} with Go ({GO_MODULE}/app/victoria-metrics; a few minutes)")
-        shutil.rmtree(work, ignore_errors=True)
-        work.mkdir(parents=True)
-        env = dict(os.environ, GOSUMDB="off", GOFLAGS="-buildvcs=false", CGO_ENABLED="0")
-        try:
-            run_logged(["go", "mod", "init", "w"], "go mod init", log, env=env, cwd=str(work))
-            # get the app package (not just the module), so go.sum covers everything it imports
-            run_logged(["go", "get", f"{GO_MODULE}/app/victoria-metrics@{tag}"], f"go get {GO_MODULE}@{tag}", log,
-                       env=env, cwd=str(work))
-            out.parent.mkdir(parents=True, exist_ok=True)
-            ldflags = f"-X {GO_MODULE}/lib/buildinfo.Version=victoria-metrics-{tag}"
-            run_logged(["go", "build", "-ldflags", ldflags, "-o", str(out), f"{GO_MODULE}/app/victoria-metrics"],
-                       f"go build victoria-metrics {tag}", log, env=env, cwd=str(work))
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        go_build(f"{GO_MODULE}/app/victoria-metrics", tag, home() / "bin" / f"victoria-metrics-{self.release}",
+                 self.kind, log, ldflags=f"-X {GO_MODULE}/lib/buildinfo.Version=victoria-metrics-{tag}",
+                 try_install=False)
 
     # ---- run ----------------------------------------------------------------------------
     def command(self, datadir: pathlib.Path, ports: dict[str, int]) -> list[str]:
