@@ -136,7 +136,10 @@ class DuckDBTarget(Target):
     async def disk_bytes(self) -> dict[str, int]:
         size = sum(r[0] or 0 for r in self.con.execute(
             "SELECT total_blocks * block_size FROM pragma_database_size()").fetchall())
-        return {"duckdb_database_size": int(size)}
+        from ..servers.base import allocated_bytes
+
+        files = [f for f in (self.path, self.path.with_name(self.path.name + ".wal")) if f.exists()]
+        return {"duckdb_database_size": int(size), "duckdb_file_bytes": sum(allocated_bytes(f) for f in files)}
 
     async def version(self) -> str:
         return duckdb.__version__
