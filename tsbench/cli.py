@@ -35,9 +35,11 @@ def _ports(values: tuple[str, ...]) -> dict[str, int]:
 def cli() -> None:
     """tsbench: benchmark time-series databases.
 
-    Phases: generate (data), load (into a database, verified), and, in later
-    versions, queries, execute, validate; `run` drives them all from an
-    experiment file. `servers` installs and runs the databases tsbench runs itself."""
+    Phases: generate (data), load (into a database, verified), queries (drawn
+    once, for every database), execute (latency per query type) and validate
+    (every answer against a reference engine); `run` (a later version) drives
+    them all from an experiment file. `servers` installs and runs the databases
+    tsbench runs itself."""
 
 
 @cli.command()
@@ -230,6 +232,194 @@ def _print_load(s: dict, srv) -> None:
     if srv is not None and srv.state is not None:
         lines.append(f"  server left running: {srv.name} pid {srv.state.pid} at {srv.state.url}")
     click.echo("\n".join(lines), err=True)
+
+
+def _dataset_from(datafile: str | None, dataset: str | None):
+    """A Dataset from a data file's manifest or from --dataset KEY=VALUE,..."""
+    from .dataset import DatasetSpec, resolve
+
+    if datafile:
+        from .datafile import open_datafile
+
+        return open_datafile(datafile).dataset
+    if not dataset:
+        raise UserError("give a DATAFILE (its manifest names the dataset) or --dataset KEY=VALUE,...")
+    kv = {k.replace("-", "_"): v for k, v in _params(tuple(x for x in dataset.split(",") if x), "--dataset").items()}
+    keys = set(DatasetSpec.model_fields) - {"params"}
+    return resolve(DatasetSpec(**{k: v for k, v in kv.items() if k in keys},
+                               params={k: v for k, v in kv.items() if k not in keys}))
+
+
+@cli.group("queries")
+def queries_cmd() -> None:
+    """Phase 3: draw queries once from a seed, for every database alike."""
+
+
+@queries_cmd.command("generate")
+@click.argument("datafile", required=False)
+@click.option("--dataset", default=None, metavar="KEY=VALUE,...",
+              help="The dataset, if no DATAFILE: use_case=devops,scale=100,end=...,seed=123")
+@click.option("--types", "-T", default=None, help="Comma-separated query types (see: queries list).")
+@click.option("--family", default=None, help="All types of a family that fit the dataset: devops, iot, flux, "
+                                              "relational.")
+@click.option("--count", "-n", type=int, default=10, show_default=True, help="Queries per type.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Same seed, same queries.")
+@click.option("--output", "-o", required=True, help="Queries file (JSON lines).")
+def queries_generate(datafile, dataset, types, family, count, seed, output) -> None:
+    """Draw COUNT queries of each type; parameters depend on the seed, type and
+    index only, never on the target."""
+    from . import queries
+
+    ds = _dataset_from(datafile, dataset)
+    if types:
+        names = [t.strip() for t in types.split(",") if t.strip()]
+    elif family:
+        ctx = queries.context(ds)
+        names = [n for n, qt in queries.CATALOG.items() if qt.family == family and qt.applies(ctx) is None]
+        if not names:
+            raise UserError(f"--family: no {family!r} query type fits this dataset (families: devops, iot, flux, "
+                            f"relational)")
+    else:
+        raise UserError("queries generate: give --types or --family")
+    specs = queries.generate(ds, names, count, seed)
+    queries.write_queries(output, ds, seed, specs)
+    click.echo(f"{len(specs)} queries ({len(names)} types x {count}) -> {output}", err=True)
+
+
+@queries_cmd.command("list")
+def queries_list() -> None:
+    """Every query type: family, meaning, and which targets support it."""
+    from . import queries, targets
+
+    tnames = [n for n in targets.names() if not n.startswith("null")]
+    supported = {n: targets.get(n).query_types for n in tnames}
+    click.echo("type\tfamily\t" + "\t".join(tnames) + "\tmeaning")
+    for n, qt in queries.CATALOG.items():
+        marks = "\t".join("yes" if n in supported[t] else "-" for t in tnames)
+        click.echo(f"{n}\t{qt.family}\t{marks}\t{qt.doc}")
+
+
+def _exec_options(f):
+    for opt in reversed([
+        click.argument("queries_file"),
+        click.option("--target", "-t", "target_name", required=True, help="Database (see: load --help)."),
+        click.option("--server", "-s", default="local", show_default=True,
+                     help="A URL, or local: start a server and --load DATAFILE into it first."),
+        click.option("--load", "load_file", default=None, help="Load this data file first (with --if-exists drop)."),
+        click.option("--option", "-O", "options", multiple=True, metavar="KEY=VALUE", help="Target option."),
+        click.option("--server-option", "server_options", multiple=True, metavar="KEY=VALUE"),
+        click.option("--json", "json_out", default=None, help="Write the results (stats, validation, per query) here."),
+        click.option("--quiet", "-q", is_flag=True, help="No progress bar and no table."),
+    ]):
+        f = opt(f)
+    return f
+
+
+@cli.command()
+@_exec_options
+@click.option("--workers", "-w", type=int, default=1, show_default=True, help="Queries in flight at once.")
+@click.option("--count", "-n", type=int, default=None, help="Measured queries (default: the file once).")
+@click.option("--duration", type=float, default=None, help="Or: seconds of measured queries.")
+@click.option("--burn-in", type=int, default=0, show_default=True, help="Queries run first and not counted.")
+@click.option("--rate", type=float, default=None, help="Fixed rate in queries/s; latency from the scheduled time.")
+@click.option("--cache", type=click.Choice(["warm", "cold"]), default="warm", show_default=True,
+              help="warm: a first pass is discarded; cold: restart the server and drop the page cache per pass.")
+@click.option("--no-validate", is_flag=True, help="Do not check answers against the reference engine.")
+@click.option("--print-responses", is_flag=True, help="Print every query and its answer.")
+def execute(queries_file, target_name, server, load_file, options, server_options, json_out, quiet, workers, count,
+            duration, burn_in, rate, cache, no_validate, print_responses) -> None:
+    """Phase 4: run a queries file against a database: latency percentiles per
+    query type, time to first byte, response bytes, errors; answers validated."""
+    from .execute import ExecOptions
+
+    opts = ExecOptions(workers=workers, count=count, duration=duration, burn_in=burn_in, rate=rate, cache=cache,
+                       validate=not no_validate, print_responses=print_responses, progress=not quiet)
+    opts.check()
+    res = _run_queries(queries_file, target_name, server, load_file, options, server_options, opts, quiet)
+    _finish_queries(res, json_out, quiet, table=True)
+
+
+@cli.command()
+@_exec_options
+def validate(queries_file, target_name, server, load_file, options, server_options, json_out, quiet) -> None:
+    """Phase 5: run every query of a queries file once and check each answer
+    against the reference engine (DuckDB over the same data, from the simulator)."""
+    from .execute import ExecOptions
+
+    opts = ExecOptions(workers=1, cache="warm", validate=True, progress=not quiet)
+    opts.cache = "none"
+    res = _run_queries(queries_file, target_name, server, load_file, options, server_options, opts, quiet)
+    _finish_queries(res, json_out, quiet, table=False)
+
+
+def _run_queries(queries_file, target_name, server, load_file, options, server_options, opts, quiet):
+    import asyncio
+
+    from . import queries
+    from .connect import connect
+    from .dataset import resolve, spec_of
+    from .datafile import tables_of
+    from .execute import execute as run_exec
+
+    head, specs = queries.read_queries(queries_file)
+    ds = resolve(spec_of(head["dataset"]))
+    if server == "local" and not load_file:
+        raise UserError("--server local starts an empty server: add --load DATAFILE (or give a server URL)")
+    ref = None
+    if opts.validate:
+        from .queries.reference import Reference
+
+        ref = Reference(ds)
+
+    async def go():
+        async with connect(target_name, server, _params(options, "--option"),
+                           _params(server_options, "--server-option"), announce=not quiet) as c:
+            if load_file:
+                from .datafile import open_datafile
+                from .load import LoadOptions, load as run_load
+
+                df = open_datafile(load_file)
+                if df.dataset.describe() != ds.describe():
+                    raise UserError(f"{load_file} holds another dataset than the queries file {queries_file}")
+                await run_load(c.target, df, LoadOptions(if_exists="drop", progress=not quiet), c.datadir)
+            await c.target.attach(tables_of(ds, 0, 0))
+            return await run_exec(c.target, specs, opts, ref, c.server)
+
+    return asyncio.run(go())
+
+
+def _finish_queries(res, json_out, quiet, table: bool) -> None:
+    import json
+
+    summary = res.summary()
+    if json_out:
+        pathlib.Path(json_out).write_text(json.dumps({**summary, "records": res.records}, indent=1) + "\n")
+    bad = [v for v in res.validation if not v["ok"]]
+    if not quiet:
+        if table:
+            click.echo(f"{'type':>26} {'count':>6} {'err':>4} {'bad':>4} {'p50 ms':>9} {'p90':>9} {'p99':>9} "
+                       f"{'max':>9} {'qps':>8}", err=True)
+            for s in summary["stats"]:
+                if "p50_ms" in s:
+                    click.echo(f"{s['type']:>26} {s['count']:>6} {s['errors']:>4} {s['mismatches']:>4} "
+                               f"{s['p50_ms']:>9.2f} {s['p90_ms']:>9.2f} {s['p99_ms']:>9.2f} {s['max_ms']:>9.2f} "
+                               f"{s['qps']:>8.1f}", err=True)
+                else:
+                    click.echo(f"{s['type']:>26} {s['count']:>6} {s['errors']:>4} {s['mismatches']:>4}", err=True)
+        if res.cache_note:
+            click.echo(f"cache: {res.cache} ({res.cache_note})", err=True)
+        for t in res.unsupported:
+            click.echo(f"unsupported by {res.target}: {t}", err=True)
+        for v in bad[:5]:
+            click.echo(f"MISMATCH {res.target} query {v['id']} ({v['type']}):\n{v['diff']}", err=True)
+        if res.validation:
+            click.echo(f"validated {len(res.validation) - len(bad)}/{len(res.validation)} distinct queries equal to "
+                       f"the reference (floats within rel. {res.validation[0]['rel_tol']:g})", err=True)
+    errors = sum(r["status"] == "error" for r in res.records)
+    if bad or errors:
+        raise UserError(f"{len(bad)} answers differ from the reference, {errors} queries failed "
+                        f"({res.target}); first: " + (bad[0]["diff"].splitlines()[0] if bad else
+                                                     next(r["error"] for r in res.records if r["error"])))
 
 
 @cli.group("servers")

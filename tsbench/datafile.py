@@ -7,7 +7,7 @@ import json
 import pathlib
 from dataclasses import dataclass
 
-from .dataset import Dataset, DatasetSpec, resolve
+from .dataset import Dataset, resolve, spec_of
 from .errors import UserError
 from .targets.base import Column, Table, Tables
 
@@ -66,10 +66,7 @@ def open_datafile(path: str | pathlib.Path) -> DataFile:
     except json.JSONDecodeError as exc:
         raise UserError(f"{mpath}: not valid JSON ({exc})") from None
     try:
-        s = manifest["spec"]
-        spec = DatasetSpec(use_case=s["use_case"], scale=s["scale"], start=s["start"], end=s["end"],
-                           interval=f"{s['interval_ns']}ns", seed=s["seed"], params=s.get("params") or {},
-                           schema_file=s.get("schema_file"))
+        spec = spec_of(manifest["spec"])
         for k in ("format", "rows", "values", "bytes"):
             manifest[k]
     except (KeyError, TypeError) as exc:

@@ -62,6 +62,14 @@ class Dataset:
                 "schema": self.schema.name}
 
 
+def spec_of(described: dict) -> DatasetSpec:
+    """The DatasetSpec back from Dataset.describe() (as stored in manifests and queries files)."""
+    d = described
+    return DatasetSpec(use_case=d["use_case"], scale=d["scale"], start=d["start"], end=d["end"],
+                       interval=f"{d['interval_ns']}ns", seed=d["seed"], params=d.get("params") or {},
+                       schema_file=d.get("schema_file"))
+
+
 def resolve(spec: DatasetSpec) -> Dataset:
     if spec.use_case not in USE_CASES:
         raise UserError(f"--use-case: unknown use case {spec.use_case!r} (one of {', '.join(USE_CASES)})")

@@ -166,6 +166,26 @@ class Target:
     async def version(self) -> str:
         return ""
 
+    # ---- phases 3-5: queries -------------------------------------------------------------
+    def render(self, spec) -> Any:
+        """The native query of a QuerySpec (queries/base.py) in this database's
+        dialect; raise Unsupported for a type not in query_types."""
+        raise Unsupported(f"target {self.name} runs no queries")
+
+    async def query(self, native: Any):
+        """Run a rendered query; return an Answer (queries/base.py) whose rows are
+        canonical (queries/shapes.py). Raise Fatal with the server's words."""
+        raise Unsupported(f"target {self.name} runs no queries")
+
+    async def drop_caches(self) -> str | None:
+        """Before a cold-cache pass on a server tsbench does not run: None if the
+        target can drop its own caches, else the reason it cannot."""
+        return "the server is not run by tsbench"
+
+
+class Unsupported(Exception):
+    """A query type this target does not support: recorded, never run."""
+
 
 def exists_error(target: str, what: str) -> UserError:
     return UserError(f"target {target}: {what} already exists and holds data; "

@@ -18,7 +18,10 @@ from pydantic import BaseModel, ConfigDict
 from .. import native
 from ..batches import csv_layout
 from ..errors import UserError
-from .base import Batch, Fatal, Target, Tables, exists_error
+from ..queries import sql_types
+from ..queries.base import Answer, SqlDialect
+from ..queries.shapes import sql as shape_sql
+from .base import Batch, Fatal, Target, Tables, Unsupported, exists_error
 
 SQL_TYPES = {"float": "DOUBLE", "int": "BIGINT"}
 ARROW_TYPES = {"float": pa.float64(), "int": pa.int64()}
@@ -40,6 +43,7 @@ class DuckDBTarget(Target):
     server_kind = None
     multiprocess = False
     options_model = DuckDBOptions
+    query_types = sql_types()
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -143,3 +147,26 @@ class DuckDBTarget(Target):
 
     async def version(self) -> str:
         return duckdb.__version__
+
+    # ---- queries: the reference tables' own SQL ------------------------------------------
+    def render(self, spec) -> tuple[dict, str]:
+        if spec.type not in self.query_types:
+            raise Unsupported(f"duckdb does not run query type {spec.type}")
+        return spec.params, shape_sql(spec.params, SqlDialect())
+
+    def _run(self, text: str) -> list[tuple]:
+        cur = getattr(self._local, "qcur", None)
+        if cur is None:
+            cur = self._local.qcur = self.con.cursor()
+        return cur.execute(text).fetchall()
+
+    async def query(self, native) -> Answer:
+        import time
+
+        _, text = native
+        t0 = time.perf_counter()
+        try:
+            rows = await asyncio.to_thread(self._run, text)
+        except duckdb.Error as exc:
+            raise Fatal(f"duckdb: {exc}") from None
+        return Answer(rows, 0, None, time.perf_counter() - t0, raw=text)

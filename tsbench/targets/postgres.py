@@ -48,7 +48,10 @@ from pydantic import BaseModel, ConfigDict
 
 from .. import native
 from ..errors import UserError
-from .base import Batch, Fatal, Retryable, Table, Tables, Target, exists_error
+from ..queries import sql_types
+from ..queries.base import Answer, SqlDialect
+from ..queries.shapes import sql as shape_sql
+from .base import Batch, Fatal, Retryable, Table, Tables, Target, Unsupported, exists_error
 
 SQL_TYPES = {"float": "double precision", "int": "bigint", "string": "text"}
 TAGS = "tags"
@@ -56,6 +59,29 @@ TAGS = "tags"
 # deadlock (40), too many connections (53300), lock not available (55P03),
 # shutdown and startup (57P01-57P03).
 RETRY_STATES = ("08", "40", "53300", "55P03", "57P01", "57P02", "57P03")
+
+
+class PostgresDialect(SqlDialect):
+    """The reference SQL as PostgreSQL runs it on tsbench's layout: with a tag-set
+    table, entity tags are read through a join; time math in exact numerics."""
+
+    name = "postgres"
+
+    def __init__(self, schema: str, entity: tuple[str, ...]):
+        self.schema, self.entity = schema, entity
+
+    def table(self, measurement: str) -> str:
+        base = f"{_q(self.schema)}.{_q(measurement)} m"
+        return base + (f" JOIN {_q(self.schema)}.{TAGS} t ON m.tags_id = t.id" if self.entity else "")
+
+    def tag(self, measurement: str, tag: str) -> str:
+        return f"t.{_q(tag)}" if tag in self.entity else f"m.{_q(tag)}"
+
+    def time_ns(self) -> str:
+        return "(extract(epoch from m.time) * 1000000000)::bigint"
+
+    def bucket_ns(self, width_ns: int) -> str:
+        return f"({self.time_ns()} / {width_ns}) * {width_ns}"
 
 
 class PostgresOptions(BaseModel):
@@ -162,6 +188,7 @@ class PostgresTarget(Target):
     count_unit = "rows"
     server_kind = "postgres"
     options_model = PostgresOptions
+    query_types = sql_types()
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -176,6 +203,8 @@ class PostgresTarget(Target):
         self.admin: psycopg.AsyncConnection | None = None
         self._free: list[_Session] = []
         self._all: list[_Session] = []
+        self._qfree: list[psycopg.AsyncConnection] = []       # query connections, one per concurrent query
+        self._qall_conns: list[psycopg.AsyncConnection] = []
         self._plans: list[_Plan] | None = None
         self._layout = None
         self._tags_sql: dict[tuple[int, ...], str] = {}
@@ -227,7 +256,9 @@ class PostgresTarget(Target):
     async def close(self) -> None:
         for s in self._all:
             await s.conn.close()
-        self._all, self._free = [], []
+        for c in self._qall_conns:
+            await c.close()
+        self._all, self._free, self._qall_conns, self._qfree = [], [], [], []
         if self.admin is not None:
             await self.admin.close()
             self.admin = None
@@ -423,6 +454,37 @@ class PostgresTarget(Target):
             total += (await self._q1("SELECT pg_total_relation_size(%s::regclass)", (rel,)))[0]
         db = (await self._q1("SELECT pg_database_size(current_database())"))[0]
         return {"pg_total_relation_size": int(total), "pg_database_size": int(db)}
+
+    # ---- queries ------------------------------------------------------------------------
+    def render(self, spec) -> tuple[dict, str]:
+        if spec.type not in self.query_types:
+            raise Unsupported(f"postgres does not run query type {spec.type}")
+        if self._plans is None:
+            raise Fatal("postgres: render() before create() or attach()")
+        entity = self._plans[0].entity if self._plans else ()
+        return spec.params, shape_sql(spec.params, PostgresDialect(self.schema, entity))
+
+    async def query(self, native) -> Answer:
+        import time
+
+        _, text = native
+        conn = self._qfree.pop() if self._qfree else None
+        t0 = time.perf_counter()
+        try:
+            if conn is None:
+                conn = await self._connect(self.options.database)
+                await conn.set_autocommit(True)
+                self._qall_conns.append(conn)
+            cur = await conn.execute(text)
+            ttfb = time.perf_counter() - t0
+            rows = await cur.fetchall()
+            nbytes = cur.pgresult.nbytes if hasattr(cur.pgresult, "nbytes") else 0
+        except psycopg.Error as exc:
+            if conn is not None and not conn.closed:
+                self._qfree.append(conn)
+            raise Fatal(f"postgres: {_one_line(exc)}") from None
+        self._qfree.append(conn)
+        return Answer([tuple(r) for r in rows], nbytes, ttfb, time.perf_counter() - t0, raw=text)
 
     async def version(self) -> str:
         if self.admin is None:

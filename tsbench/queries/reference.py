@@ -1,0 +1,71 @@
+"""The reference engine (phase 5): the dataset loaded into an in-memory DuckDB
+straight from the simulator's columnar output (no text parsing), one table per
+measurement (time TIMESTAMPTZ, tags, fields), and each query's expected
+answer from shapes.sql() over it."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from ..dataset import Dataset
+from ..native import Simulator
+from .base import QuerySpec, SqlDialect, q
+from .shapes import sql
+
+CHUNK = 1 << 20
+
+
+class Reference:
+    def __init__(self, ds: Dataset):
+        self.ds = ds
+        self.con = duckdb.connect()
+        self.con.execute("SET TimeZone = 'UTC'")
+        self.dialect = SqlDialect()
+        self._load()
+
+    def _load(self) -> None:
+        ds, sch = self.ds, self.ds.schema
+        sim = Simulator(ds.compiled, ds.spec.seed, 0, ds.entities, ds.start_ns, ds.interval_ns, ds.epochs)
+        width = max(sum(1 for f in se.fields if not f.hidden) for se in sch.series)
+        tagvals = []                     # per series: array[entity, tag] of values
+        for s, _ in enumerate(sch.series):
+            n = len(sch.series_tags(s))
+            tagvals.append(np.array([sim.tag_values(e, s) for e in range(ds.entities)], dtype=object)
+                           .reshape(ds.entities, n))
+        for s, se in enumerate(sch.series):
+            cols = ["time TIMESTAMPTZ"] + [f"{q(t.key)} VARCHAR" for t in sch.series_tags(s)] + \
+                   [f"{q(f.name)} {'BIGINT' if f.type == 'int' else 'DOUBLE'}" for f in se.fields if not f.hidden]
+            self.con.execute(f"CREATE TABLE {q(se.name)} ({', '.join(cols)})")
+        while True:
+            r, c = sim.fill_columns(CHUNK, width)
+            for s, se in enumerate(sch.series):
+                sel = np.flatnonzero(c["series"] == s)
+                if not len(sel):
+                    continue
+                ent, nt = c["entity"][sel], c["null_tag"][sel]
+                arrays = {"time": pa.array(c["time"][sel], pa.timestamp("ns", tz="UTC")).cast(
+                    pa.timestamp("us", tz="UTC"))}
+                for k, t in enumerate(sch.series_tags(s)):
+                    vals = tagvals[s][ent, k]
+                    arrays[t.key] = pa.array(vals, pa.string(), mask=(nt == k))
+                for j, f in enumerate(f for f in se.fields if not f.hidden):
+                    v = c["values"][sel, j]
+                    nan = np.isnan(v)
+                    if f.type == "int":
+                        arrays[f.name] = pa.array(np.where(nan, 0, v).astype(np.int64), mask=nan)
+                    else:
+                        arrays[f.name] = pa.array(v, pa.float64(), mask=nan)
+                chunk = pa.table(arrays)
+                self.con.register("chunk_in", chunk)
+                self.con.execute(f"INSERT INTO {q(se.name)} SELECT * FROM chunk_in")
+                self.con.unregister("chunk_in")
+            if r.done:
+                break
+
+    def sql(self, spec: QuerySpec) -> str:
+        return sql(spec.params, self.dialect)
+
+    def expected(self, spec: QuerySpec) -> list[tuple]:
+        return [tuple(r) for r in self.con.execute(self.sql(spec)).fetchall()]
