@@ -1,0 +1,232 @@
+"""Phases 3-5 on the SQL targets and the core: queries drawn once for every
+target, the reference engine, validation of DuckDB and PostgreSQL answers, a
+wrong rendering caught, and one-line errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import tempfile
+
+import pytest
+
+from tsbench import queries
+from tsbench.connect import connect
+from tsbench.datafile import open_datafile
+from tsbench.errors import UserError
+from tsbench.execute import ExecOptions, execute
+from tsbench.load import LoadOptions, load
+from tsbench.queries.base import SqlDialect, compare
+from tsbench.queries.reference import Reference
+from tsbench.queries.shapes import sql as shape_sql
+
+from conftest import run_cli
+
+END = "2016-01-01T03:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def devops(tmp_path_factory):
+    d = tmp_path_factory.mktemp("q")
+    run_cli("generate", "-q", "--scale", "40", "--end", END, "--seed", "5", "--format", "csv", "-o", str(d / "d.csv"))
+    return open_datafile(d / "d.csv")
+
+
+@pytest.fixture(scope="module")
+def specs(devops):
+    ctx = queries.context(devops.dataset)
+    names = [n for n, qt in queries.CATALOG.items() if qt.applies(ctx) is None]
+    return queries.generate(devops.dataset, names, 2, 11)
+
+
+@pytest.fixture(scope="module")
+def reference(devops):
+    return Reference(devops.dataset)
+
+
+def test_catalog_has_the_named_sets():
+    names = set(queries.CATALOG)
+    assert {f"max-cpu-{n}" for n in (1, 2, 4, 8, 16, 32)} <= names
+    assert {"1-host-1-hr", "1-host-12-hr", "8-host-1-hr", "groupby"} <= names
+    tsbs = {"single-groupby-1-1-1", "single-groupby-1-1-12", "single-groupby-1-8-1", "single-groupby-5-1-1",
+            "single-groupby-5-1-12", "single-groupby-5-8-1", "cpu-max-all-1", "cpu-max-all-8", "cpu-max-all-32-24",
+            "double-groupby-1", "double-groupby-5", "double-groupby-all", "high-cpu-all", "high-cpu-1",
+            "lastpoint", "groupby-orderby-limit"}
+    assert tsbs <= names and len(tsbs) == 16
+    assert {"flux-sum-1d", "flux-sum-by-tag-12d", "read-all", "read-tenth", "read-one"} <= names
+
+
+def test_same_seed_same_queries_and_independent_per_type(devops, tmp_path):
+    a = queries.generate(devops.dataset, ["max-cpu-8", "high-cpu-1"], 3, 11)
+    b = queries.generate(devops.dataset, ["high-cpu-1"], 3, 11)
+    assert [s.params for s in a[3:]] == [s.params for s in b]       # a type's draws ignore the other types
+    c = queries.generate(devops.dataset, ["max-cpu-8", "high-cpu-1"], 3, 12)
+    assert [s.params for s in a] != [s.params for s in c]
+    p = a[0].params
+    assert len(p["tag_values"]) == 8 and len(set(p["tag_values"])) == 8
+    assert p["end"] - p["start"] == 3600 * 10**9 and p["start"] % (60 * 10**9) == 0
+    queries.write_queries(tmp_path / "q.jsonl", devops.dataset, 11, a)
+    head, back = queries.read_queries(tmp_path / "q.jsonl")
+    assert back == a and head["dataset"] == devops.dataset.describe()
+
+
+def test_every_target_renders_the_same_parameters(devops, specs):
+    """The queries file is the only source of parameters: each rendering names the same hosts and window."""
+    from tsbench.targets.postgres import PostgresDialect
+
+    s = next(x for x in specs if x.type == "max-cpu-4")
+    for d in (SqlDialect(), PostgresDialect("public", ("hostname",)), PostgresDialect("public", ())):
+        text = shape_sql(s.params, d)
+        for h in s.params["tag_values"]:
+            assert f"'{h}'" in text
+
+
+def _run(target, url, df, specs, reference, options=None, **kw):
+    async def go():
+        async with connect(target, url, options or {}) as c:
+            await c.target.attach(df.tables())
+            return await execute(c.target, specs, ExecOptions(progress=False, **kw), reference)
+    return asyncio.run(go())
+
+
+def _assert_all_valid(res, specs):
+    bad = [v for v in res.validation if not v["ok"]]
+    assert not bad, "\n".join(f"{v['type']}: {v['diff']}" for v in bad[:3])
+    assert len(res.validation) == len(specs) and not res.unsupported
+    assert all(r["status"] == "ok" for r in res.records)
+
+
+def test_duckdb_answers_equal_the_reference(devops, specs, reference, tmp_path):
+    url = f"duckdb:{tmp_path / 'q.duckdb'}"
+    asyncio.run(_load(url, devops))
+    res = _run("duckdb", url, devops, specs, reference, workers=2)
+    _assert_all_valid(res, specs)
+    st = {s["type"]: s for s in res.stats()}
+    assert st["all"]["count"] == len(specs) and st["max-cpu-1"]["p50_ms"] > 0
+
+
+async def _load(url, df, options=None):
+    async with connect("duckdb" if url.startswith("duckdb:") else "postgres", url, options or {}) as c:
+        await load(c.target, df, LoadOptions(progress=False, if_exists="drop"))
+
+
+@pytest.fixture(scope="module")
+def pg():
+    from tsbench.servers.postgres import PostgresServer
+
+    d = tempfile.mkdtemp(prefix="tsbench-pgq-")
+    srv = PostgresServer(name=f"test-pgq-{os.getpid()}", instance_dir=d)
+    srv.start()
+    yield srv
+    srv.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("tags", ["table", "inline"])
+def test_postgres_answers_equal_the_reference(pg, devops, specs, reference, tags):
+    opts = {"tags": tags, "database": f"q_{tags}", "index": "brin" if tags == "inline" else "btree"}
+    asyncio.run(_load(pg.url, devops, opts))
+    res = _run("postgres", pg.url, devops, specs, reference, opts, workers=3)
+    _assert_all_valid(res, specs)
+
+
+def test_a_wrong_rendering_is_caught(devops, specs, reference, tmp_path):
+    from tsbench.targets.duckdb import DuckDBTarget
+
+    class OffByOne(DuckDBTarget):     # test-only: the window shifted by one bucket
+        def render(self, spec):
+            p = dict(spec.params)
+            if p.get("bucket"):
+                p["start"] += p["bucket"]
+                p["end"] += p["bucket"]
+            return p, shape_sql(p, SqlDialect())
+
+    url = f"duckdb:{tmp_path / 'w.duckdb'}"
+    asyncio.run(_load(url, devops))
+    some = [s for s in specs if s.type in ("max-cpu-8", "double-groupby-5", "cpu-max-all-8")]
+
+    async def go():
+        t = OffByOne(url)
+        await t.open()
+        try:
+            await t.attach(devops.tables())
+            return await execute(t, some, ExecOptions(progress=False), reference)
+        finally:
+            await t.close()
+    res = asyncio.run(go())
+    assert len(res.validation) == len(some) and not any(v["ok"] for v in res.validation)
+    assert re.search(r"row \d+", res.validation[0]["diff"])
+
+
+def test_compare_rules():
+    p = {"shape": "aggregate", "agg": "max", "fields": ["a", "b"], "types": ["float", "int"], "bucket": 60,
+         "group_by": ["h"]}
+    exp = [(0, "x", 1.0, 2), (60, "x", None, None), (60, "y", 3.0, 4)]
+    assert compare(p, exp, [(60, "y", 3.0 + 3e-16, 4), (0, "x", 1.0, 2)]) is None      # order, empty bucket
+    assert compare(p, exp, [(0, "x", 1.0, 2), (60, "y", 3.0, 5)]) is not None          # ints exactly
+    assert compare(p, exp, [(0, "x", 1.0, 2), (60, "y", 3.001, 4)]) is not None        # floats within tolerance
+    assert compare(p, exp, [(0, "x", 1.0, 2)]) is not None                             # a missing row
+    assert compare(p, exp, [(0, "x", 1.0, None), (60, "y", 3.0, 4)]) is not None       # null vs value
+
+
+def test_unsupported_types_are_recorded_not_run(devops, specs, reference):
+    from tsbench.targets.duckdb import DuckDBTarget
+    from tsbench.targets.base import Unsupported
+
+    class Narrow(DuckDBTarget):
+        query_types = frozenset({"max-cpu-1"})
+
+    async def go():
+        t = Narrow(f"duckdb:{tempfile.mkdtemp()}/n.duckdb")
+        with pytest.raises(Unsupported):
+            t.render(next(s for s in specs if s.type == "lastpoint"))
+        await t.open()
+        try:
+            await _load_direct(t, devops)
+            return await execute(t, specs, ExecOptions(progress=False), reference)
+        finally:
+            await t.close()
+    res = asyncio.run(go())
+    assert {r["type"] for r in res.records} == {"max-cpu-1"}
+    assert "lastpoint" in res.unsupported and len(res.unsupported) == len({s.type for s in specs}) - 1
+
+
+async def _load_direct(t, df):
+    await load(t, df, LoadOptions(progress=False))
+
+
+def test_errors_are_one_line(devops, tmp_path):
+    with pytest.raises(UserError, match=r"unknown query type 'nope'"):
+        queries.generate(devops.dataset, ["nope"], 1, 1)
+    from tsbench.dataset import DatasetSpec, resolve
+
+    iot = resolve(DatasetSpec(use_case="iot", scale=2, end="2016-01-01T00:10:00Z"))
+    with pytest.raises(UserError, match=r"needs measurement 'cpu', which the dataset \(iot\) lacks"):
+        queries.generate(iot, ["max-cpu-1"], 1, 1)
+    q = tmp_path / "q.jsonl"
+    for args, pattern in [
+        (["queries", "generate", str(devops.path), "-T", "nope", "-o", str(q)], r"unknown query type 'nope'"),
+        (["queries", "generate", "--dataset", "use_case=iot,scale=2,end=2016-01-01T00:10:00Z", "-T", "max-cpu-1",
+          "-o", str(q)], r"needs measurement 'cpu'"),
+        (["execute", str(tmp_path / "none.jsonl"), "-t", "duckdb"], r"no such queries file"),
+    ]:
+        p = run_cli(*args, check=False)
+        err = p.stderr.decode().strip()
+        assert p.returncode == 2 and len(err.splitlines()) == 1 and re.search(pattern, err), err
+
+
+def test_cli_generate_execute_validate(devops, tmp_path):
+    q = tmp_path / "q.jsonl"
+    run_cli("queries", "generate", str(devops.path), "--family", "devops", "-n", "1", "--seed", "4", "-o", str(q))
+    assert len(q.read_text().splitlines()) == 1 + 26
+    p = run_cli("execute", str(q), "-t", "duckdb", "--load", str(devops.path), "-w", "2", "--json",
+                str(tmp_path / "e.json"))
+    err = p.stderr.decode()
+    assert "validated 26/26 distinct queries equal to the reference" in err and "max-cpu-32" in err
+    e = json.loads((tmp_path / "e.json").read_text())
+    assert e["cache"] == "warm" and len(e["records"]) == 26 and all(v["ok"] for v in e["validation"])
+    p = run_cli("validate", str(q), "-t", "duckdb", "--load", str(devops.path))
+    assert "validated 26/26" in p.stderr.decode()
