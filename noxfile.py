@@ -1,6 +1,7 @@
 """Developer sessions: `nox -s tests` (the test suite), `nox -s bench`
 (generation throughput, CPU and memory figures) and `nox -s bench_load`
-(load rates and client CPU: null target, null HTTP sink, InfluxDB, VictoriaMetrics)."""
+(load rates and client CPU: null target, null HTTP sink, InfluxDB, VictoriaMetrics)
+and `nox -s bench_queries` (query latency on InfluxDB next to the server's own time)."""
 
 import nox
 
@@ -30,3 +31,10 @@ def bench_load(session: nox.Session) -> None:
     """devops 100 hosts: the harness ceiling and local servers, rows/s and CPU seconds."""
     session.install("-e", ".")
     session.run("python", "-m", "tsbench.bench_load", *session.posargs)
+
+
+@nox.session
+def bench_queries(session: nox.Session) -> None:
+    """single-groupby-1-1-1 on InfluxDB 1.8, devops 100 hosts x 6 h, 1 worker: p50, p99, q/s, server time."""
+    session.install("-e", ".")
+    session.run("python", "-m", "tsbench.bench_queries", *session.posargs)

@@ -230,3 +230,24 @@ def test_cli_generate_execute_validate(devops, tmp_path):
     assert e["cache"] == "warm" and len(e["records"]) == 26 and all(v["ok"] for v in e["validation"])
     p = run_cli("validate", str(q), "-t", "duckdb", "--load", str(devops.path))
     assert "validated 26/26" in p.stderr.decode()
+
+
+def test_cold_cache_restarts_the_server(pg, devops, specs, reference):
+    from tsbench.servers.base import pid_alive
+
+    opts = {"database": "q_cold"}
+    asyncio.run(_load(pg.url, devops, opts))
+    some = [s for s in specs if s.type in ("max-cpu-1", "lastpoint")]
+    before = pg.state.pid
+
+    async def go():
+        async with connect("postgres", pg.url, opts) as c:
+            await c.target.attach(devops.tables())
+            return await execute(c.target, some, ExecOptions(progress=False, cache="cold", count=2 * len(some)),
+                                 reference, server=pg)
+    res = asyncio.run(go())
+    assert pg.state.pid != before and not pid_alive(before) and pid_alive(pg.state.pid)
+    assert len(res.records) == 2 * len(some) and all(r["status"] == "ok" for r in res.records)
+    assert all(v["ok"] for v in res.validation)
+    # cold where the page cache could be dropped, else lukewarm with the reason
+    assert (res.cache, bool(res.cache_note)) in (("cold", False), ("lukewarm", True))

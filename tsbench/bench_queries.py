@@ -1,0 +1,76 @@
+"""Benchmark of phase 4 (`nox -s bench_queries`): TSBS's single-groupby-1-1-1 on a
+local InfluxDB 1.8 holding 6 hours of devops at 100 hosts, 1 worker: median and
+p99 latency and queries/s, next to the server's own mean query time (InfluxDB's
+queryExecutor statistics: queryDurationNs / queriesExecuted), so the client's
+share shows. Figures come from here, never from timed tests."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+import urllib.request
+
+
+def _influx_query_stats(url: str) -> tuple[int, int]:
+    """(queriesExecuted, queryDurationNs) of InfluxDB's queryExecutor module."""
+    body = urllib.parse.urlencode({"q": "SHOW STATS FOR 'queryExecutor'"}).encode()
+    with urllib.request.urlopen(url + "/query", data=body, timeout=30) as r:
+        res = json.load(r)["results"][0]["series"][0]
+    row = dict(zip(res["columns"], res["values"][0]))
+    return int(row.get("queriesExecuted", 0)), int(row.get("queryDurationNs", 0))
+
+
+async def _run(a) -> None:
+    from . import queries
+    from .connect import connect
+    from .datafile import open_datafile
+    from .execute import ExecOptions, execute
+    from .load import LoadOptions, load
+
+    d = a.data_dir or tempfile.mkdtemp(prefix="tsbench-bench-")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, f"devops{a.scale}-6h.lp")
+    if not os.path.exists(path + ".manifest.json"):
+        subprocess.run([sys.executable, "-m", "tsbench", "generate", "-q", "--scale", str(a.scale), "--seed", "123",
+                        "--end", "2016-01-01T06:00:00Z", "-j", "2", "-o", path], check=True)
+    df = open_datafile(path)
+    specs = queries.generate(df.dataset, [a.type], a.count, 123)
+    async with connect("influx", "local", {}, announce=False) as c:
+        await load(c.target, df, LoadOptions(progress=False, workers=2, compact=True))
+        url = c.target.url
+        print(f"{a.type}: InfluxDB {await c.target.version()}, devops {a.scale} hosts x 6 h, {a.count} queries, "
+              f"1 worker, {a.burn_in} burn-in, warm cache")
+        print(f"{'run':>4} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8} {'q/s':>8} {'server mean ms':>15} "
+              f"{'client share ms':>16}")
+        for run in range(a.runs):
+            n0, t0 = _influx_query_stats(url)
+            res = await execute(c.target, specs, ExecOptions(workers=1, burn_in=a.burn_in, cache="none",
+                                                             validate=False, progress=False))
+            n1, t1 = _influx_query_stats(url)
+            st = res.stats()[-1]
+            server_ms = (t1 - t0) / max(n1 - n0, 1) / 1e6
+            print(f"{run + 1:>4} {st['p50_ms']:>8.3f} {st['p99_ms']:>8.3f} {st['mean_ms']:>8.3f} {st['qps']:>8.0f} "
+                  f"{server_ms:>15.3f} {st['mean_ms'] - server_ms:>16.3f}")
+    print("server mean: InfluxDB's own queryDurationNs per query over the same executions (burn-in included); "
+          "client share = mean latency - server mean")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--scale", type=int, default=100)
+    ap.add_argument("--type", default="single-groupby-1-1-1")
+    ap.add_argument("--count", type=int, default=2000)
+    ap.add_argument("--burn-in", type=int, default=100)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--data-dir", default=None)
+    asyncio.run(_run(ap.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
