@@ -1,21 +1,33 @@
 """InfluxDB 1.x as a load target (phase 2): line protocol batches in ns
 precision through the v1 /write endpoint (the shared HttpClient) or the v2
 /api/v2/write endpoint that 1.8 also serves (the influxdb-client package);
-statements through POST /query. count() is in field values."""
+statements through POST /query. count() is in field values.
+
+Queries (phases 4-5): each shape of queries/shapes.py rendered as InfluxQL
+(POST /query, epoch=ns, JSON) or, with option query_language: flux, as Flux
+(POST /api/v2/query, annotated CSV; the server needs flux-enabled, i.e.
+`server: {kind: influx, flux: true}`), and the response normalized to
+canonical rows. Custom-shape types (iot) plug in through CUSTOM_INFLUXQL /
+CUSTOM_FLUX (register_custom)."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import calendar
+import csv
+import datetime as dt
+import io
 import json
 import os
 import time
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from ..errors import UserError
-from .base import Batch, Fatal, Retryable, Tables, Target, exists_error
+from .base import Batch, Fatal, Retryable, Tables, Target, Unsupported, exists_error
 from .http import PUSHBACK_STATUS, HttpClient
 
 # InfluxDB's words when it pushes back (HTTP 500): retry the same batch later.
@@ -31,6 +43,7 @@ class InfluxOptions(BaseModel):
     api: Literal["v1", "v2"] = "v1"
     username: str | None = None
     password: SecretStr | None = None   # better: leave unset and export INFLUX_PASSWORD
+    query_language: Literal["influxql", "flux"] = "influxql"   # flux: the server needs flux: true
 
 
 def _ident(name: str) -> str:
