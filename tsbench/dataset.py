@@ -65,9 +65,14 @@ class Dataset:
 def spec_of(described: dict) -> DatasetSpec:
     """The DatasetSpec back from Dataset.describe() (as stored in manifests and queries files)."""
     d = described
-    return DatasetSpec(use_case=d["use_case"], scale=d["scale"], start=d["start"], end=d["end"],
-                       interval=f"{d['interval_ns']}ns", seed=d["seed"], params=d.get("params") or {},
-                       schema_file=d.get("schema_file"))
+    params = dict(d.get("params") or {})
+    if d["use_case"] == "synthetic":
+        # points / shards only derive the time range, which end and interval now state
+        for k in ("points", "shards", "points_per_shard", "shard_duration"):
+            params.pop(k, None)
+    return DatasetSpec(use_case=d["use_case"], scale=None if d["use_case"] == "synthetic" else d["scale"],
+                       start=d["start"], end=d["end"], interval=f"{d['interval_ns']}ns", seed=d["seed"],
+                       params=params, schema_file=d.get("schema_file"))
 
 
 def resolve(spec: DatasetSpec) -> Dataset:

@@ -213,8 +213,12 @@ def _norm(rows: list[tuple], n_lead: int) -> list[tuple]:
     rows = [tuple(plain(v) for v in r) for r in rows]
     out = [r for r in rows if any(v is not None and not (isinstance(v, float) and math.isnan(v))
                                           for v in r[n_lead:])]
-    out.sort(key=lambda r: tuple((x is None, x if x is not None else 0) if not isinstance(x, str) else (False, x)
-                                 for x in r[:n_lead]))
+    def key(r):          # time and group first, then the values: ties sort alike
+        return tuple((x is None, "" if x is None else str(x)) if isinstance(x, str) or x is None
+                     else (False, x) for x in r[:n_lead]) + \
+            tuple((x is None, 0.0 if x is None else float(x)) if not isinstance(x, str) else (False, 0.0)
+                  for x in r[n_lead:])
+    out.sort(key=key)
     return out
 
 
