@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import shutil
 import subprocess
+import tempfile
 import sys
 
 import numpy as np
@@ -14,9 +17,10 @@ import pytest
 from tsbench.dataset import DatasetSpec, resolve
 
 
-def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """`python -m tsbench ARGS` in a subprocess, as a user runs it."""
-    p = subprocess.run([sys.executable, "-m", "tsbench", *args], capture_output=True)
+def run_cli(*args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`python -m tsbench ARGS` in a subprocess, as a user runs it (env: extra variables)."""
+    p = subprocess.run([sys.executable, "-m", "tsbench", *args], capture_output=True,
+                       env={**os.environ, **env} if env else None)
     if check and p.returncode != 0:
         raise AssertionError(f"tsbench {' '.join(args)} failed: {p.stderr.decode()}")
     return p
@@ -130,3 +134,24 @@ def generator_series(ds, checks):
         vals = cols["values"][rows][order, visible.index(field)].tolist()
         out[meas, field, entity] = sim.tag_values(entity, s)[0], list(zip(ts, vals))
     return out
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tshome():
+    """A tsbench home of the test session's own (server instances, state files), sharing
+    the installed binaries, so tests never meet a server a user left running. Set as
+    $TSBENCH_HOME for the whole session."""
+    from tsbench.servers.base import home
+
+    d = tempfile.mkdtemp(prefix="tsbench-home-")     # not under pytest's 0700 tree: postgres must reach it
+    real = home()
+    (real / "bin").mkdir(parents=True, exist_ok=True)
+    os.symlink(real / "bin", os.path.join(d, "bin"))
+    old = os.environ.get("TSBENCH_HOME")
+    os.environ["TSBENCH_HOME"] = d        # for the tests and the commands they run
+    yield d
+    if old is None:
+        os.environ.pop("TSBENCH_HOME", None)
+    else:
+        os.environ["TSBENCH_HOME"] = old
+    shutil.rmtree(d, ignore_errors=True)

@@ -8,14 +8,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
-from tsbench.servers.base import home, pid_alive
+from tsbench.servers.base import pid_alive
 
 GEN = {"devops": "use_case=devops,scale=10,end=2016-01-01T02:00:00Z,seed=9",
        "cpu-only": "use_case=cpu-only,scale=10,end=2016-01-01T02:00:00Z,seed=9"}
@@ -24,17 +22,6 @@ CASES = [("influx", []), ("postgres", ["-O", "index=btree"]), ("postgres", ["-O"
          ("victoriametrics", []), ("duckdb", [])]
 DISK = {"influx": "influx_shard_disk_bytes", "postgres": "pg_total_relation_size",
         "victoriametrics": "vm_data_size_bytes", "duckdb": "duckdb_file_bytes"}
-
-
-@pytest.fixture(scope="module")
-def tshome():
-    """A tsbench home of its own (instances, state files), sharing the installed binaries."""
-    d = tempfile.mkdtemp(prefix="tsbench-home-")     # not under pytest's 0700 tree: postgres must reach it
-    real = home()
-    (real / "bin").mkdir(parents=True, exist_ok=True)
-    os.symlink(real / "bin", os.path.join(d, "bin"))
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.mark.parametrize("uc", ["devops", "cpu-only"])

@@ -251,3 +251,39 @@ def test_cold_cache_restarts_the_server(pg, devops, specs, reference):
     assert all(v["ok"] for v in res.validation)
     # cold where the page cache could be dropped, else lukewarm with the reason
     assert (res.cache, bool(res.cache_note)) in (("cold", False), ("lukewarm", True))
+
+
+def test_the_queries_file_gives_every_dialect_the_same_parameters(devops, specs):
+    """InfluxQL, PromQL and SQL renderings of one drawn query name the same hosts and window."""
+    from tsbench.queries.base import iso
+    from tsbench.targets.influx import InfluxTarget
+    from tsbench.targets.victoriametrics import VictoriaMetricsTarget
+
+    s = next(x for x in specs if x.type == "single-groupby-1-8-1")
+    p = s.params
+    texts = {"influxql": str(InfluxTarget("http://127.0.0.1:1").render(s)),
+             "promql": str(VictoriaMetricsTarget("http://127.0.0.1:1").render(s)),
+             "sql": shape_sql(p, SqlDialect())}
+    for name, text in texts.items():
+        for h in p["tag_values"]:
+            assert h in text, (name, h, text)
+    assert iso(p["start"]) in texts["sql"] and iso(p["end"]) in texts["sql"]
+    assert str(p["start"]) in texts["influxql"] or iso(p["start"]) in texts["influxql"]
+
+
+@pytest.mark.parametrize("target", ["influx", "postgres", "victoriametrics"])
+def test_cli_validate_on_local_servers(target, tmp_path, tshome):
+    """queries generate, then validate and execute with --server local --load, as a user runs them."""
+    fmt = "csv" if target == "postgres" else "influx"
+    data = tmp_path / f"d.{fmt}"
+    run_cli("generate", "-q", "--scale", "10", "--end", "2016-01-01T02:00:00Z", "--seed", "8", "--format", fmt,
+            "-o", str(data))
+    q = tmp_path / "q.jsonl"
+    run_cli("queries", "generate", str(data), "-T", "max-cpu-8,single-groupby-5-1-1,double-groupby-all,lastpoint",
+            "-n", "2", "-o", str(q))
+    p = run_cli("validate", str(q), "-t", target, "--load", str(data), env={"TSBENCH_HOME": tshome})
+    assert "validated 8/8 distinct queries equal to the reference" in p.stderr.decode()
+    p = run_cli("execute", str(q), "-t", target, "--load", str(data), "--count", "16", "-w", "2",
+                env={"TSBENCH_HOME": tshome})
+    err = p.stderr.decode()
+    assert re.search(r"\s+all\s+16\s+0\s+0\s", err) and "validated 8/8" in err

@@ -68,7 +68,7 @@ async def _run(a) -> None:
               f"1 worker, {a.burn_in} burn-in, warm cache")
         print(f"{'run':>4} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8} {'q/s':>8} {'server mean ms':>15} "
               f"{'raw HTTP p50 ms':>16} {'tsbench over raw':>17}")
-        bodies = [c.target.render(s).body for s in specs]
+        bodies = [c.target._body("influxql", c.target.render(s).text) for s in specs]
         for run in range(a.runs):
             n0, t0 = _influx_query_stats(url)
             res = await execute(c.target, specs, ExecOptions(workers=1, burn_in=a.burn_in, cache="none",

@@ -124,7 +124,6 @@ class InfluxQuery:
     text: str
     type: str
     params: dict = field(repr=False, compare=False)
-    body: bytes = field(default=b"", repr=False, compare=False)   # the request body, encoded once
 
     def __str__(self) -> str:
         return self.text
@@ -160,6 +159,7 @@ class InfluxTarget(Target):
         self.http: HttpClient | None = None
         self._v2 = None          # (client, write_api) for api v2
         self._query_headers: dict | None = None
+        self._bodies: dict[tuple[str, str], bytes] = {}
         self._version = ""
 
     @classmethod
@@ -312,12 +312,21 @@ class InfluxTarget(Target):
             text = flux(p, self.db)
         else:
             text = influxql(p)
+        self._body(lang, text)         # encoded now, not on the timed path
+        return InfluxQuery(lang, text, spec.type, p)
+
+    def _body(self, lang: str, text: str) -> bytes:
+        """The request body of a query (JSON for Flux, a form for InfluxQL), encoded once."""
+        body = self._bodies.get((lang, text))
+        if body is not None:
+            return body
         if lang == "flux":
             body = json.dumps({"query": text, "type": "flux", "dialect": {
                 "header": True, "delimiter": ",", "annotations": ["datatype", "group", "default"]}}).encode()
         else:
             body = urllib.parse.urlencode({"q": text, "db": self.db}).encode()
-        return InfluxQuery(lang, text, spec.type, p, body)
+        self._bodies[(lang, text)] = body
+        return body
 
     async def query(self, native: InfluxQuery):
         """Run a rendered query: time to the first and the last byte of the response body
@@ -329,9 +338,10 @@ class InfluxTarget(Target):
         if self.http is None:
             raise Fatal(f"{self.what}: query() before open()")
         custom = CUSTOM[native.language].get(native.type)
+        request = self._body(native.language, native.text)
         if native.language == "flux":
             status, body, ttfb, secs = await self._timed_post(
-                "/api/v2/query", native.body, headers={**self.headers, "Content-Type": "application/json",
+                "/api/v2/query", request, headers={**self.headers, "Content-Type": "application/json",
                                                        "Accept": "application/csv", "Accept-Encoding": "identity"})
             text = body.decode("utf-8", "replace")
             if status >= 300:
@@ -343,7 +353,7 @@ class InfluxTarget(Target):
         if self._query_headers is None:     # built once: the per-query path stays short
             self._query_headers = {**self.headers, "Accept-Encoding": "identity",
                                    "Content-Type": "application/x-www-form-urlencoded"}
-        status, body, ttfb, secs = await self._timed_post("/query?epoch=ns", native.body,
+        status, body, ttfb, secs = await self._timed_post("/query?epoch=ns", request,
                                                           headers=self._query_headers)
         text = body.decode("utf-8", "replace")
         if status >= 300:
