@@ -3,6 +3,7 @@ formats back (test-side parsers, independent of the C serializers)."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -155,3 +156,20 @@ def tshome():
     else:
         os.environ["TSBENCH_HOME"] = old
     shutil.rmtree(d, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def local_server(kind: str, **options):
+    """A real server of `kind` started by tsbench in a temporary instance dir under /tmp
+    (reachable by servers that drop privileges, unlike pytest's 0700 tree), stopped after."""
+    from tsbench import servers
+
+    d = tempfile.mkdtemp(prefix=f"tsbench-{kind}-")
+    srv = servers.get(kind)(name=f"test-{kind}-{os.getpid()}-{os.path.basename(d)}", instance_dir=d,
+                            options=options)
+    srv.start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+        shutil.rmtree(d, ignore_errors=True)

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
-import tempfile
 from collections import defaultdict
 from itertools import pairwise
 
@@ -30,7 +27,7 @@ from tsbench.queries.iot import IOT_TYPES
 from tsbench.queries.reference import Reference
 from tsbench.queries.shapes import sql as shape_sql
 
-from conftest import run_cli
+from conftest import local_server, run_cli
 
 TSBS_IOT = ("last-loc", "single-last-loc", "low-fuel", "high-load", "stationary-trucks", "long-driving-sessions",
             "long-daily-sessions", "avg-vs-projected-fuel-consumption", "avg-daily-driving-duration",
@@ -337,14 +334,8 @@ def test_duckdb_answers_equal_the_reference(iot, specs, reference, tmp_path):
 
 @pytest.fixture(scope="module")
 def pg():
-    from tsbench.servers.postgres import PostgresServer
-
-    d = tempfile.mkdtemp(prefix="tsbench-pgiot-")
-    srv = PostgresServer(name=f"test-pgiot-{os.getpid()}", instance_dir=d)
-    srv.start()
-    yield srv
-    srv.stop()
-    shutil.rmtree(d, ignore_errors=True)
+    with local_server("postgres") as srv:
+        yield srv
 
 
 @pytest.mark.parametrize("tags", ["table", "inline"])

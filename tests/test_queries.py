@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import shutil
 import tempfile
 
 import pytest
@@ -23,7 +21,7 @@ from tsbench.queries.base import SqlDialect, compare
 from tsbench.queries.reference import Reference
 from tsbench.queries.shapes import sql as shape_sql
 
-from conftest import run_cli
+from conftest import local_server, run_cli
 
 END = "2016-01-01T03:00:00Z"
 
@@ -115,14 +113,8 @@ async def _load(url, df, options=None):
 
 @pytest.fixture(scope="module")
 def pg():
-    from tsbench.servers.postgres import PostgresServer
-
-    d = tempfile.mkdtemp(prefix="tsbench-pgq-")
-    srv = PostgresServer(name=f"test-pgq-{os.getpid()}", instance_dir=d)
-    srv.start()
-    yield srv
-    srv.stop()
-    shutil.rmtree(d, ignore_errors=True)
+    with local_server("postgres") as srv:
+        yield srv
 
 
 @pytest.mark.parametrize("tags", ["table", "inline"])

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import columns, run_cli
+from conftest import columns, local_server, run_cli
 
 from tsbench.datafile import open_datafile
 from tsbench.errors import UserError
@@ -28,15 +28,10 @@ FLOAT_RTOL = 1e-11
 
 
 @pytest.fixture(scope="module")
-def vm(tmp_path_factory):
+def vm():
     # TSBENCH_TEST_VM_VERSION=1.115.0 runs the suite against a release built with Go
-    server = VictoriaMetricsServer(name=f"test-vm-{os.getpid()}", instance_dir=tmp_path_factory.mktemp("vm"),
-                                   options={"version": os.environ.get("TSBENCH_TEST_VM_VERSION", "apt")})
-    server.start()
-    try:
+    with local_server("victoriametrics", version=os.environ.get("TSBENCH_TEST_VM_VERSION", "apt")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def generate(tmp_path, use_case: str, scale: int = 10):

@@ -14,7 +14,7 @@ import asyncio
 import os
 
 import pytest
-from conftest import run_cli
+from conftest import local_server, run_cli
 
 from tsbench.datafile import open_datafile
 from tsbench.load import LoadOptions, load
@@ -22,7 +22,6 @@ from tsbench.queries import generate
 from tsbench.queries.base import HOUR, MINUTE, QuerySpec, compare
 from tsbench.queries.catalog import CATALOG
 from tsbench.queries.reference import Reference
-from tsbench.servers.victoriametrics import VictoriaMetricsServer
 from tsbench.targets.base import Fatal, Unsupported
 from tsbench.targets.victoriametrics import (
     QUERY_TYPES,
@@ -39,15 +38,10 @@ FLUX_TYPES = sorted(t for t in QUERY_TYPES if CATALOG[t].family == "flux")
 
 
 @pytest.fixture(scope="module")
-def vm(tmp_path_factory):
+def vm():
     # TSBENCH_TEST_VM_VERSION=1.115.0 runs the suite against a release built with Go
-    server = VictoriaMetricsServer(name=f"test-vmq-{os.getpid()}", instance_dir=tmp_path_factory.mktemp("vmq"),
-                                   options={"version": os.environ.get("TSBENCH_TEST_VM_VERSION", "apt")})
-    server.start()
-    try:
+    with local_server("victoriametrics", version=os.environ.get("TSBENCH_TEST_VM_VERSION", "apt")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def run(coro):
