@@ -279,3 +279,35 @@ def test_cli_validate_on_local_servers(target, tmp_path, tshome):
                 env={"TSBENCH_HOME": tshome})
     err = p.stderr.decode()
     assert re.search(r"\s+all\s+16\s+0\s+0\s", err) and "validated 8/8" in err
+
+
+def test_rate_burn_in_duration_and_print_responses(devops, specs, reference, tmp_path, capsys):
+    from tsbench.targets.duckdb import DuckDBTarget
+
+    class Slow(DuckDBTarget):         # test-only: every query takes at least 50 ms
+        async def query(self, native):
+            ans = await super().query(native)
+            await asyncio.sleep(0.05)
+            return ans
+
+    url = f"duckdb:{tmp_path / 'r.duckdb'}"
+    asyncio.run(_load(url, devops))
+    one = [s for s in specs if s.type == "max-cpu-1"]
+
+    async def go(**kw):
+        t = Slow(url)
+        await t.open()
+        try:
+            return await execute(t, one, ExecOptions(progress=False, cache="none", validate=False, **kw))
+        finally:
+            await t.close()
+    # 100 q/s asked of a server that does 20 q/s: latency counted from the schedule shows the queue
+    res = asyncio.run(go(rate=100.0, count=10, burn_in=3))
+    lat = [r["latency"] for r in res.records]
+    assert len(res.records) == 10                      # burn-in not recorded
+    assert lat[-1] > 0.3 and lat[-1] > 4 * lat[0]
+    res = asyncio.run(go(duration=0.5, workers=2))
+    assert 0.45 < res.seconds < 1.5 and 10 <= len(res.records) <= 30
+    asyncio.run(go(count=1, print_responses=True))
+    out = capsys.readouterr().out
+    assert "-- query" in out and "max-cpu-1" in out and "SELECT" in out
