@@ -79,7 +79,7 @@ class ExecResult:
                 row.update(min_ms=float(ok.min()), mean_ms=float(ok.mean()), max_ms=float(ok.max()),
                            **{f"p{p:g}_ms": float(np.percentile(ok, p)) for p in PERCENTILES},
                            ttfb_p50_ms=float(np.median(ttfb) * 1e3) if ttfb else None,
-                           bytes_mean=float(np.mean([r["bytes"] for r in rs if r["status"] == "ok"])))
+                           bytes_mean=_mean_or_none([r["bytes"] for r in rs if r["status"] == "ok"]))
             out.append(row)
         return out
 
@@ -87,6 +87,11 @@ class ExecResult:
         return {"target": self.target, "cache": self.cache, "cache_note": self.cache_note,
                 "seconds": round(self.seconds, 3), "stats": self.stats(), "validation": self.validation,
                 "unsupported": self.unsupported, "timeline": self.timeline}
+
+
+def _mean_or_none(xs: list) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return float(np.mean(xs)) if xs else None
 
 
 def drop_page_cache() -> str | None:
@@ -159,7 +164,7 @@ async def execute(target: Target, specs: list[QuerySpec], opts: ExecOptions, ref
                         await asyncio.sleep(delay)
                 start = time.perf_counter()
                 rec = {"id": s.id, "type": s.type, "worker": w, "start": start, "status": "ok", "error": "",
-                       "ttfb": None, "bytes": 0, "rows": 0}
+                       "ttfb": None, "bytes": None, "rows": 0}
                 try:
                     ans = await target.query(natives[s.id])
                     end = time.perf_counter()

@@ -52,7 +52,7 @@ class Answer:
     """One execution's result: canonical rows plus what the wire showed."""
 
     rows: list[tuple]
-    nbytes: int = 0
+    nbytes: int | None = None    # response bytes on the wire (None: not measurable, e.g. in-process)
     ttfb: float | None = None    # seconds to the first byte of the response
     seconds: float = 0.0
     raw: Any = None              # the database's own response, for --print-responses

@@ -169,4 +169,4 @@ class DuckDBTarget(Target):
             rows = await asyncio.to_thread(self._run, text)
         except duckdb.Error as exc:
             raise Fatal(f"duckdb: {exc}") from None
-        return Answer(rows, 0, None, time.perf_counter() - t0, raw=text)
+        return Answer(rows, None, None, time.perf_counter() - t0, raw=text)     # in-process: no wire

@@ -478,13 +478,13 @@ class PostgresTarget(Target):
             cur = await conn.execute(text)
             ttfb = time.perf_counter() - t0
             rows = await cur.fetchall()
-            nbytes = cur.pgresult.nbytes if hasattr(cur.pgresult, "nbytes") else 0
         except psycopg.Error as exc:
             if conn is not None and not conn.closed:
                 self._qfree.append(conn)
             raise Fatal(f"postgres: {_one_line(exc)}") from None
         self._qfree.append(conn)
-        return Answer([tuple(r) for r in rows], nbytes, ttfb, time.perf_counter() - t0, raw=text)
+        # libpq does not say how many bytes a result took on the wire: bytes not measured (None)
+        return Answer([tuple(r) for r in rows], None, ttfb, time.perf_counter() - t0, raw=text)
 
     async def version(self) -> str:
         if self.admin is None:
