@@ -102,7 +102,8 @@ async def _run_all(url: str, db: str, lang: str, specs, ref: Reference, cls=Infl
 
 def _types(lang: str, family_flux: bool) -> list[str]:
     types = InfluxTarget.flux_query_types if lang == "flux" else InfluxTarget.influxql_query_types
-    return sorted(t for t in types if (query_type(t).family == "flux") == family_flux)
+    return sorted(t for t in types if query_type(t).family != "iot"          # iot: tests/test_influx_iot_queries.py
+                  and (query_type(t).family == "flux") == family_flux)
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -164,9 +165,12 @@ def test_wrong_rendering_is_caught(server, devops, lang, cls):
 def test_unsupported_type_raises():
     for lang in LANGS:
         t = InfluxTarget("http://127.0.0.1:1", {"query_language": lang})
-        assert "last-loc" not in t.query_types
-        with pytest.raises(Unsupported, match="last-loc"):
-            t.render(QuerySpec(0, "last-loc", {"shape": "custom", "type": "last-loc"}))
+        if lang == "flux":              # the iot types have InfluxQL renderers only
+            assert "last-loc" not in t.query_types
+            with pytest.raises(Unsupported, match="last-loc"):
+                t.render(QuerySpec(0, "last-loc", {"shape": "custom", "type": "last-loc"}))
+        with pytest.raises(Unsupported, match="nosuchtype"):
+            t.render(QuerySpec(0, "nosuchtype", {"shape": "custom", "type": "nosuchtype"}))
     # a shape a renderer cannot spell is Unsupported too (Flux: a value filter on another field)
     p = {"shape": "aggregate", "measurement": "cpu", "agg": "max", "fields": ["usage_user"], "types": ["float"],
          "tag": None, "tag_values": None, "start": 0, "end": 10**9, "bucket": None, "group_by": [],
@@ -176,14 +180,17 @@ def test_unsupported_type_raises():
 
 
 def test_declared_query_types():
-    """Listable without a server: every devops, flux and relational type, in both languages."""
+    """Listable without a server: every devops, flux and relational type in both languages,
+    and the iot types in InfluxQL."""
     from tsbench.queries.catalog import CATALOG
 
     want = {n for n, qt in CATALOG.items() if qt.family in ("devops", "flux", "relational")}
-    assert InfluxTarget.query_types == InfluxTarget.influxql_query_types == want
+    iot = {n for n, qt in CATALOG.items() if qt.family == "iot"}
+    assert len(iot) == 13
+    assert InfluxTarget.query_types == InfluxTarget.influxql_query_types == want | iot
     assert InfluxTarget.flux_query_types == want
     caps = InfluxTarget.capabilities()
-    assert caps["query_types"] == sorted(want) and caps["flux_query_types"] == sorted(want)
+    assert caps["query_types"] == sorted(want | iot) and caps["flux_query_types"] == sorted(want)
     assert InfluxTarget("http://x", {"query_language": "flux"}).query_types == InfluxTarget.flux_query_types
     assert InfluxTarget("http://x").query_types == InfluxTarget.influxql_query_types
 

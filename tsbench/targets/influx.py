@@ -765,4 +765,4 @@ def flux_rows(p: dict, tables: list[list[dict]]) -> list[tuple]:
 # ---- custom-shape types (iot) -------------------------------------------------------------------
 # The iot renderers live in their own module that calls register_custom(name, render, rows[,
 # language]) per type; import it here so that query_types lists them wherever InfluxTarget is used:
-#     from . import influx_iot
+from . import influx_iot  # noqa: E402,F401
