@@ -422,6 +422,14 @@ def _finish_queries(res, json_out, quiet, table: bool) -> None:
                                                      next(r["error"] for r in res.records if r["error"])))
 
 
+@cli.command()
+def schema() -> None:
+    """Print the JSON Schema of experiment files (for editors and checks)."""
+    from .experiment import json_schema
+
+    click.echo(json_schema())
+
+
 @cli.group("servers")
 def servers_cmd() -> None:
     """Install, start, stop and list the database servers tsbench runs itself
