@@ -173,3 +173,18 @@ def local_server(kind: str, **options):
     finally:
         srv.stop()
         shutil.rmtree(d, ignore_errors=True)
+
+
+def load_into(target: str, url: str, df, options: dict | None = None):
+    """Load a data file into a target with the real loader (if_exists drop); the count is verified."""
+    import asyncio
+
+    from tsbench.connect import connect
+    from tsbench.load import LoadOptions, load
+
+    async def go():
+        async with connect(target, url, options or {}) as c:
+            res = await load(c.target, df, LoadOptions(progress=False, if_exists="drop"))
+            assert res.verified, res.summary()
+            return res
+    return asyncio.run(go())

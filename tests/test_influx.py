@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import generator_series, run_cli
+from conftest import generator_series, local_server, run_cli
 
 from tsbench.datafile import open_datafile
 from tsbench.errors import UserError
@@ -24,11 +24,9 @@ END = "2016-01-01T02:00:00Z"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    s = InfluxServer(name=f"test-influx-{os.getpid()}", instance_dir=tmp_path_factory.mktemp("influx"))
-    s.start()
-    yield s
-    s.stop()
+def server():
+    with local_server("influx") as s:
+        yield s
 
 
 @pytest.fixture(scope="module")

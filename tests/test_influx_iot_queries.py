@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import time
 from collections import Counter
 
 import pytest
-from conftest import run_cli
+from conftest import load_into, local_server, run_cli
 
 from tsbench import queries
 from tsbench.datafile import open_datafile
-from tsbench.load import LoadOptions, load
 from tsbench.queries.base import QuerySpec, compare
 from tsbench.queries.iot import IOT_TYPES
 from tsbench.queries.reference import Reference
-from tsbench.servers.influx import InfluxServer
 from tsbench.targets import influx as ifx
 from tsbench.targets.influx import InfluxTarget
 
@@ -60,11 +57,9 @@ def registered():
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    s = InfluxServer(name=f"test-influxiot-{os.getpid()}", instance_dir=tmp_path_factory.mktemp("influxiot"))
-    s.start()
-    yield s
-    s.stop()
+def server():
+    with local_server("influx") as s:
+        yield s
 
 
 @pytest.fixture(scope="module")
@@ -73,17 +68,7 @@ def iot(server, tmp_path_factory):
     run_cli("generate", "-q", "-u", "iot", "--scale", "20", "--end", "2016-01-03T00:00:00Z", "--interval", "46s",
             "--seed", "3", "--format", "influx", "-o", str(path))
     df = open_datafile(path)
-
-    async def go():
-        t = InfluxTarget(server.url, {"database": DB})
-        await t.open()
-        try:
-            res = await load(t, df, LoadOptions(progress=False))
-            assert res.verified
-        finally:
-            await t.close()
-
-    run(go())
+    load_into("influx", server.url, df, {"database": DB})
     return df.dataset, Reference(df.dataset)
 
 

@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import time
 from collections import Counter
 
 import pytest
-from conftest import run_cli
+from conftest import load_into, local_server, run_cli
 
 from tsbench.datafile import open_datafile
-from tsbench.load import LoadOptions, load
 from tsbench.queries import generate, query_type
 from tsbench.queries.base import QuerySpec, compare
 from tsbench.queries.reference import Reference
-from tsbench.servers.influx import InfluxServer
 from tsbench.targets import influx as ifx
 from tsbench.targets.base import Fatal, Unsupported
 from tsbench.targets.influx import InfluxQuery, InfluxTarget
@@ -36,12 +33,9 @@ def run(coro):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    s = InfluxServer(name=f"test-influxq-{os.getpid()}", instance_dir=tmp_path_factory.mktemp("influxq"),
-                     options={"flux": True})
-    s.start()
-    yield s
-    s.stop()
+def server():
+    with local_server("influx", flux=True) as s:
+        yield s
 
 
 def _loaded(server, tmp_path_factory, db: str, *gen_args: str):
@@ -49,17 +43,7 @@ def _loaded(server, tmp_path_factory, db: str, *gen_args: str):
     path = tmp_path_factory.mktemp(db) / f"{db}.lp"
     run_cli("generate", "-q", "--format", "influx", "-o", str(path), *gen_args)
     df = open_datafile(path)
-
-    async def go():
-        t = InfluxTarget(server.url, {"database": db})
-        await t.open()
-        try:
-            res = await load(t, df, LoadOptions(progress=False))
-            assert res.verified
-        finally:
-            await t.close()
-
-    run(go())
+    load_into("influx", server.url, df, {"database": db})
     return df.dataset, Reference(df.dataset)
 
 

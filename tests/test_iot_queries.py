@@ -21,13 +21,12 @@ from tsbench import queries
 from tsbench.connect import connect
 from tsbench.datafile import open_datafile
 from tsbench.execute import ExecOptions, execute
-from tsbench.load import LoadOptions, load
 from tsbench.queries.base import DAY, MINUTE, QuerySpec, SqlDialect, compare
 from tsbench.queries.iot import IOT_TYPES
 from tsbench.queries.reference import Reference
 from tsbench.queries.shapes import sql as shape_sql
 
-from conftest import local_server, run_cli
+from conftest import load_into, local_server, run_cli
 
 TSBS_IOT = ("last-loc", "single-last-loc", "low-fuel", "high-load", "stationary-trucks", "long-driving-sessions",
             "long-daily-sessions", "avg-vs-projected-fuel-consumption", "avg-daily-driving-duration",
@@ -311,9 +310,8 @@ def _run(target, url, df, specs, reference, options=None, **kw):
     return asyncio.run(go())
 
 
-async def _load(target, url, df, options=None):
-    async with connect(target, url, options or {}) as c:
-        await load(c.target, df, LoadOptions(progress=False, if_exists="drop"))
+def _load(target, url, df, options=None):
+    load_into(target, url, df, options)
 
 
 def _assert_all_valid(res, specs):
@@ -327,7 +325,7 @@ def _assert_all_valid(res, specs):
 
 def test_duckdb_answers_equal_the_reference(iot, specs, reference, tmp_path):
     url = f"duckdb:{tmp_path / 'iot.duckdb'}"
-    asyncio.run(_load("duckdb", url, iot))
+    _load("duckdb", url, iot)
     res = _run("duckdb", url, iot, specs, reference, workers=2)
     _assert_all_valid(res, specs)
 
@@ -341,7 +339,7 @@ def pg():
 @pytest.mark.parametrize("tags", ["table", "inline"])
 def test_postgres_answers_equal_the_reference(pg, iot, specs, reference, tags):
     opts = {"tags": tags, "database": f"iot_{tags}"}
-    asyncio.run(_load("postgres", pg.url, iot, opts))
+    _load("postgres", pg.url, iot, opts)
     res = _run("postgres", pg.url, iot, specs, reference, opts, workers=3)
     _assert_all_valid(res, specs)
 

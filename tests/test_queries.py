@@ -21,7 +21,7 @@ from tsbench.queries.base import SqlDialect, compare
 from tsbench.queries.reference import Reference
 from tsbench.queries.shapes import sql as shape_sql
 
-from conftest import local_server, run_cli
+from conftest import load_into, local_server, run_cli
 
 END = "2016-01-01T03:00:00Z"
 
@@ -99,16 +99,15 @@ def _assert_all_valid(res, specs):
 
 def test_duckdb_answers_equal_the_reference(devops, specs, reference, tmp_path):
     url = f"duckdb:{tmp_path / 'q.duckdb'}"
-    asyncio.run(_load(url, devops))
+    _load(url, devops)
     res = _run("duckdb", url, devops, specs, reference, workers=2)
     _assert_all_valid(res, specs)
     st = {s["type"]: s for s in res.stats()}
     assert st["all"]["count"] == len(specs) and st["max-cpu-1"]["p50_ms"] > 0
 
 
-async def _load(url, df, options=None):
-    async with connect("duckdb" if url.startswith("duckdb:") else "postgres", url, options or {}) as c:
-        await load(c.target, df, LoadOptions(progress=False, if_exists="drop"))
+def _load(url, df, options=None):
+    load_into("duckdb" if url.startswith("duckdb:") else "postgres", url, df, options)
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +119,7 @@ def pg():
 @pytest.mark.parametrize("tags", ["table", "inline"])
 def test_postgres_answers_equal_the_reference(pg, devops, specs, reference, tags):
     opts = {"tags": tags, "database": f"q_{tags}", "index": "brin" if tags == "inline" else "btree"}
-    asyncio.run(_load(pg.url, devops, opts))
+    _load(pg.url, devops, opts)
     res = _run("postgres", pg.url, devops, specs, reference, opts, workers=3)
     _assert_all_valid(res, specs)
 
@@ -137,7 +136,7 @@ def test_a_wrong_rendering_is_caught(devops, specs, reference, tmp_path):
             return p, shape_sql(p, SqlDialect())
 
     url = f"duckdb:{tmp_path / 'w.duckdb'}"
-    asyncio.run(_load(url, devops))
+    _load(url, devops)
     some = [s for s in specs if s.type in ("max-cpu-8", "double-groupby-5", "cpu-max-all-8")]
 
     async def go():
@@ -228,7 +227,7 @@ def test_cold_cache_restarts_the_server(pg, devops, specs, reference):
     from tsbench.servers.base import pid_alive
 
     opts = {"database": "q_cold"}
-    asyncio.run(_load(pg.url, devops, opts))
+    _load(pg.url, devops, opts)
     some = [s for s in specs if s.type in ("max-cpu-1", "lastpoint")]
     before = pg.state.pid
 
@@ -291,7 +290,7 @@ def test_rate_burn_in_duration_and_print_responses(devops, specs, reference, tmp
             return ans
 
     url = f"duckdb:{tmp_path / 'r.duckdb'}"
-    asyncio.run(_load(url, devops))
+    _load(url, devops)
     one = [s for s in specs if s.type == "max-cpu-1"]
 
     async def go(**kw):
