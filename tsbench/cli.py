@@ -37,8 +37,8 @@ def cli() -> None:
 
     Phases: generate (data), load (into a database, verified), queries (drawn
     once, for every database), execute (latency per query type) and validate
-    (every answer against a reference engine); `run` (a later version) drives
-    them all from an experiment file. `servers` installs and runs the databases
+    (every answer against a reference engine); `run` drives them all from an
+    experiment file. `servers` installs and runs the databases
     tsbench runs itself."""
 
 
@@ -420,6 +420,29 @@ def _finish_queries(res, json_out, quiet, table: bool) -> None:
         raise UserError(f"{len(bad)} answers differ from the reference, {errors} queries failed "
                         f"({res.target}); first: " + (bad[0]["diff"].splitlines()[0] if bad else
                                                      next(r["error"] for r in res.records if r["error"])))
+
+
+@cli.command()
+@click.argument("experiment_file")
+@click.option("--dry-run", is_flag=True, help="Print the cells and stop.")
+@click.option("--results", default="results", show_default=True, help="Where results/<experiment>/<run-id>/ goes.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
+def run(experiment_file, dry_run, results, quiet) -> None:
+    """Run every cell of an experiment file: generate, load, verify, queries,
+    execute, validate; results as parquet tables and a manifest."""
+    from .experiment import cells, describe_cell, load_experiment
+
+    exp = load_experiment(experiment_file)
+    if dry_run:
+        cs = cells(exp)
+        for c in cs:
+            click.echo(describe_cell(c))
+        click.echo(f"{len(cs)} cells; phases: {', '.join(exp.phases)}", err=True)
+        return
+    from .runner import Runner
+
+    out = Runner(exp, results, quiet).run()
+    click.echo(f"results: {out}", err=True)
 
 
 @cli.command()

@@ -1,0 +1,197 @@
+"""The experiment runner (all phases): for each cell of an experiment's matrix,
+generate the dataset (cached by its spec, reused across cells), start a fresh
+server (or reach a URL), load and verify, draw the queries (once per dataset),
+execute and validate. A cell that fails is recorded with the server's words and
+the run goes on; Ctrl-C marks the current cell interrupted and keeps the rest.
+Results go to results/<experiment>/<run-id>/: manifest.json and parquet tables
+`cells` (one row per cell), `load` (per cell per second) and `queries` (per
+execution), readable without tsbench."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+import time
+
+from .errors import UserError
+from .experiment import Experiment, cells, describe_cell
+
+
+def _dataset_key(decl: dict, fmt: str) -> str:
+    return hashlib.sha256(json.dumps([decl, fmt], sort_keys=True).encode()).hexdigest()[:16]
+
+
+def host_facts() -> dict:
+    import psutil
+
+    cpu = ""
+    try:
+        cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    return {"cpu_model": cpu, "cores": os.cpu_count(), "memory_bytes": psutil.virtual_memory().total,
+            "kernel": platform.release(), "python": platform.python_version()}
+
+
+def _git_revision() -> str | None:
+    try:
+        p = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                           cwd=pathlib.Path(__file__).resolve().parent, timeout=10)
+        return p.stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+class Runner:
+    def __init__(self, exp: Experiment, results: str | pathlib.Path = "results", quiet: bool = False):
+        self.exp, self.quiet = exp, quiet
+        self.run_id = time.strftime("%Y%m%dT%H%M%S")
+        self.dir = pathlib.Path(results) / exp.name / self.run_id
+        self.data_dir = pathlib.Path(results) / exp.name / "data"
+        self.cell_rows: list[dict] = []
+        self.load_rows: list[dict] = []
+        self.query_rows: list[dict] = []
+        self.datasets: dict[str, dict] = {}
+        self._refs: dict[str, object] = {}
+
+    def say(self, msg: str) -> None:
+        if not self.quiet:
+            print(f"tsbench: {msg}", file=sys.stderr, flush=True)
+
+    def run(self) -> pathlib.Path:
+        all_cells = cells(self.exp)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            for c in all_cells:
+                self.say(f"[{c['id'] + 1}/{len(all_cells)}] {describe_cell(c)}")
+                row = {"cell": c["id"], "dataset": c["dataset_name"], "target_name": c["target_name"],
+                       "target": c["target"]["target"], "server": c["target"]["server"],
+                       "options": json.dumps(c["target"]["options"], sort_keys=True),
+                       "knobs": json.dumps(c["knobs"], sort_keys=True), "repetition": c["repetition"],
+                       "workers": c["load"]["workers"], "batch_size": c["load"]["batch_size"],
+                       "status": "ok", "reason": ""}
+                self.cell_rows.append(row)
+                try:
+                    asyncio.run(self._cell(c, row))
+                except KeyboardInterrupt:
+                    row.update(status="interrupted", reason="interrupted by the user (Ctrl-C)")
+                    raise
+                except UserError as exc:
+                    row.update(status="failed", reason=str(exc))
+                    self.say(f"cell {c['id']} failed: {exc}")
+        except KeyboardInterrupt:
+            self.say("interrupted: finished cells are kept, the current cell is marked interrupted")
+        finally:
+            self._write()
+        return self.dir
+
+    def _datafile(self, c: dict, fmt: str):
+        from .dataset import DatasetSpec, resolve
+        from .datafile import open_datafile
+        from .generate import generate
+
+        key = _dataset_key(c["dataset"], fmt)
+        path = self.data_dir / f"{c['dataset_name']}-{key}.{fmt}"
+        if not pathlib.Path(str(path) + ".manifest.json").exists():
+            self.say(f"generating {c['dataset_name']} ({fmt})")
+            ds = resolve(DatasetSpec(**c["dataset"]))
+            generate(ds, fmt, str(path), None, None, 1, 1, show_progress=not self.quiet)
+        df = open_datafile(path)
+        self.datasets[c["dataset_name"]] = {"spec": df.dataset.describe(), "sha256": df.manifest.get("sha256"),
+                                            "rows": df.rows, "values": df.values}
+        return df
+
+    async def _cell(self, c: dict, row: dict) -> None:
+        from . import queries, targets
+        from .connect import connect
+        from .execute import ExecOptions, execute
+        from .load import LoadError, LoadOptions, load
+
+        phases = set(self.exp.phases)
+        cls = targets.get(c["target"]["target"])
+        df = self._datafile(c, cls.format if cls.format in ("influx", "csv") else "influx")
+        if phases <= {"generate"}:
+            return
+        t = c["target"]
+        async with connect(t["target"], t["server"], t["options"], t["server_options"],
+                           name=f"{self.exp.name}-{t['target']}", announce=not self.quiet) as conn:
+            row["server_version"] = await conn.target.version() or (
+                conn.server.state.version if conn.server and conn.server.state else "")
+            if "load" in phases:
+                lo = c["load"]
+                try:
+                    res = await load(conn.target, df, LoadOptions(workers=lo["workers"], batch_size=lo["batch_size"],
+                                                                  processes=lo["processes"], if_exists="drop",
+                                                                  progress=not self.quiet), conn.datadir,
+                                     conn.server.pids() if conn.server else None)
+                except LoadError as exc:
+                    res = getattr(exc, "result", None)
+                    if res is not None:
+                        self._load_rows(c, res)
+                    raise
+                self._load_rows(c, res)
+                s = res.summary()
+                row.update(rows=s["rows"], values=s["values"], bytes=s["bytes"], load_seconds=s["seconds"],
+                           rows_per_s=s["rows_per_s"], values_per_s=s["values_per_s"], mb_per_s=s["mb_per_s"],
+                           client_cpu_s=s["client_cpu_seconds"], server_cpu_s=s["server_cpu_seconds"],
+                           backoffs=s["backoffs"], verified=s["verify"]["ok"], counted=s["verify"]["counted"],
+                           expected=s["verify"]["expected"], disk=json.dumps(s["disk"], sort_keys=True),
+                           disk_bytes=s["disk"].get("datadir_allocated_bytes") or max(s["disk"].values(), default=None))
+            if phases & {"queries", "execute", "validate"}:
+                ds = df.dataset
+                q = c["queries"]
+                ctx = queries.context(ds)
+                names = list(q["types"]) or [n for n, qt in queries.CATALOG.items()
+                                             if qt.family in q["families"] and qt.applies(ctx) is None]
+                if not names:
+                    return
+                specs = queries.generate(ds, names, q["count"], q["seed"])
+                ref = None
+                if "validate" in phases:
+                    from .queries.reference import Reference
+
+                    ref = self._refs.get(c["dataset_name"]) or Reference(ds)
+                    self._refs[c["dataset_name"]] = ref
+                await conn.target.attach(df.tables())
+                ex = c["execute"]
+                er = await execute(conn.target, specs, ExecOptions(
+                    workers=ex["workers"], count=ex["count"], burn_in=ex["burn_in"], cache=ex["cache"],
+                    validate=ref is not None, progress=not self.quiet), ref, conn.server)
+                for r in er.records:
+                    self.query_rows.append({"cell": c["id"], **{k: v for k, v in r.items()}})
+                bad = [v for v in er.validation if not v["ok"]]
+                allst = er.stats()[-1]
+                row.update(queries_run=len(er.records), query_errors=allst["errors"], mismatches=len(bad),
+                           validated=len(er.validation), unsupported=json.dumps(er.unsupported), cache=er.cache,
+                           query_p50_ms=allst.get("p50_ms"), query_p99_ms=allst.get("p99_ms"), qps=allst.get("qps"))
+                if bad:
+                    row.update(status="failed", reason=f"{len(bad)} answers differ from the reference: "
+                                                       + bad[0]["diff"].splitlines()[0])
+
+    def _load_rows(self, c: dict, res) -> None:
+        for t in res.timeline:
+            self.load_rows.append({"cell": c["id"], **t})
+
+    def _write(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from . import __version__
+
+        for name, rows in (("cells", self.cell_rows), ("load", self.load_rows), ("queries", self.query_rows)):
+            keys = sorted({k for r in rows for k in r}, key=lambda k: (k != "cell", k))
+            table = pa.Table.from_pylist([{k: r.get(k) for k in keys} for r in rows]) if rows else pa.table({})
+            pq.write_table(table, self.dir / f"{name}.parquet")
+        manifest = {"experiment": self.exp.name, "run_id": self.run_id, "config": self.exp.model_dump(),
+                    "tsbench": __version__, "git_revision": _git_revision(), "host": host_facts(),
+                    "datasets": self.datasets, "cells": len(self.cell_rows),
+                    "status": {s: sum(r["status"] == s for r in self.cell_rows)
+                               for s in ("ok", "failed", "interrupted")}}
+        (self.dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
