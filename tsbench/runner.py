@@ -116,7 +116,7 @@ class Runner:
 
         phases = set(self.exp.phases)
         cls = targets.get(c["target"]["target"])
-        df = self._datafile(c, cls.format if cls.format in ("influx", "csv") else "influx")
+        df = self._datafile(c, cls.format)
         if phases <= {"generate"}:
             return
         t = c["target"]
