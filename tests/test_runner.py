@@ -1,12 +1,17 @@
 """The experiment runner end to end on real servers: every cell's row in the
-parquet tables, a failing cell (a target pointed at a fault server) recorded
-with the server's words while the run goes on, and --dry-run."""
+parquet tables (cells, load, queries, resources) and the manifest, a failing
+cell (a target pointed at a fault server) recorded with the server's words
+while the run goes on, --dry-run, the HTML report of the run and the analysis
+notebook executed on it."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 
 import pyarrow.parquet as pq
+import pytest
 
 from tsbench.experiment import load_experiment
 from tsbench.runner import Runner
@@ -30,12 +35,18 @@ exclude:
 """
 
 
-def test_run_records_every_cell(tmp_path):
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("run")
     with FaultServer() as fs:
         fs.always = "fatal"
-        f = tmp_path / "e.yaml"
+        f = tmp / "e.yaml"
         f.write_text(EXP.format(url=fs.url))
-        out = Runner(load_experiment(f), tmp_path / "results", quiet=True).run()
+        return Runner(load_experiment(f), tmp / "results", quiet=True).run()
+
+
+def test_run_records_every_cell(small_run):
+    out = small_run
     cells = pq.read_table(out / "cells.parquet").to_pylist()
     assert [c["cell"] for c in cells] == [0, 1, 2, 3, 4]
     by = {(c["target_name"], c["workers"]): c for c in cells}
@@ -49,10 +60,57 @@ def test_run_records_every_cell(tmp_path):
     load = pq.read_table(out / "load.parquet").to_pylist()
     assert {r["cell"] for r in load} >= {0, 1, 3, 4} and all("rows_per_s" in r for r in load)
     queries = pq.read_table(out / "queries.parquet").to_pylist()
-    assert len(queries) == 16 and {"cell", "type", "latency", "status"} <= set(queries[0])
+    assert len(queries) == 16 and {"cell", "type", "latency", "status", "valid", "start"} <= set(queries[0])
+    assert all(q["valid"] is True for q in queries) and min(q["start"] for q in queries) == 0.0
     m = json.loads((out / "manifest.json").read_text())
     assert m["status"] == {"ok": 4, "failed": 1, "interrupted": 0}
     assert m["host"]["cores"] and m["datasets"]["d10"]["rows"] == 32_400 and m["config"]["name"] == "small"
+    assert m["servers"]["pg"] and m["servers"]["duck"]
+    assert all(v["rows_per_s"] > 0 for v in m["harness_ceiling"].values()) and len(m["harness_ceiling"]) == 2
+
+
+def test_resources_sampled_per_role_and_phase(small_run):
+    res = pq.read_table(small_run / "resources.parquet").to_pylist()
+    assert {"cell", "phase", "elapsed_s", "role", "cpu_s", "cpu_percent", "rss_bytes", "read_bytes",
+            "write_bytes", "datadir_bytes"} <= set(res[0])
+    pg = [r for r in res if r["cell"] == 1]
+    server = [r for r in pg if r["role"] == "server"]
+    # postgres is a postmaster and its children; its data dir grows while it loads
+    assert server and max(r["processes"] for r in server) > 1 and all(r["rss_bytes"] > 0 for r in server)
+    assert {"start", "load", "execute"} <= {r["phase"] for r in pg}
+    assert server[-1]["datadir_bytes"] > server[0]["datadir_bytes"] > 0
+    assert server[-1]["cpu_s"] > server[0]["cpu_s"]
+    cells = {c["cell"]: c for c in pq.read_table(small_run / "cells.parquet").to_pylist()}
+    assert cells[1]["server_rss_peak_bytes"] == max(r["rss_bytes"] for r in server)
+    assert cells[0]["server_rss_peak_bytes"] is None and cells[0]["client_rss_peak_bytes"] > 0
+    duck = [r for r in res if r["cell"] == 0]
+    # in-process DuckDB: no server role; its data dir is the database file's folder
+    assert {r["role"] for r in duck} == {"client"} and duck[-1]["datadir_bytes"] > 0
+
+
+def test_report_html(small_run):
+    p = run_cli("report", str(small_run))
+    html = (small_run / "report.html").read_text()
+    assert len(re.findall(r"<img src='data:image/png;base64,", html)) == 5
+    assert "unable to parse" in html and "<span class='failed'>failed</span>" in html
+    assert "<td class='ok'>valid 4/4</td>" in html          # max-cpu-8 and lastpoint, 2 cells x 2 queries
+    summary = p.stderr.decode()
+    assert re.search(r"^ +1 pg +workers=1 +ok ", summary, re.M) and "4/4" in summary
+
+
+def test_notebook_runs_on_the_results(small_run):
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(os.path.join(os.path.dirname(__file__), "..", "experiments", "analysis.ipynb"), as_version=4)
+    os.environ["TSBENCH_RUN"] = str(small_run)
+    try:
+        nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
+    finally:
+        del os.environ["TSBENCH_RUN"]
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 5
+    assert any("small" in o.get("text", "") for o in outputs)
 
 
 def test_dry_run_prints_the_cells(tmp_path):

@@ -427,9 +427,11 @@ def _finish_queries(res, json_out, quiet, table: bool) -> None:
 @click.option("--dry-run", is_flag=True, help="Print the cells and stop.")
 @click.option("--results", default="results", show_default=True, help="Where results/<experiment>/<run-id>/ goes.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
-def run(experiment_file, dry_run, results, quiet) -> None:
+@click.option("--no-report", is_flag=True, help="Skip the HTML report (write it later with `tsbench report`).")
+def run(experiment_file, dry_run, results, quiet, no_report) -> None:
     """Run every cell of an experiment file: generate, load, verify, queries,
-    execute, validate; results as parquet tables and a manifest."""
+    execute, validate; results as parquet tables (cells, load, queries,
+    resources), a manifest and an HTML report in results/<experiment>/<run-id>/."""
     from .experiment import cells, describe_cell, load_experiment
 
     exp = load_experiment(experiment_file)
@@ -439,10 +441,27 @@ def run(experiment_file, dry_run, results, quiet) -> None:
             click.echo(describe_cell(c))
         click.echo(f"{len(cs)} cells; phases: {', '.join(exp.phases)}", err=True)
         return
+    from .report import text_summary, write_report
     from .runner import Runner
 
     out = Runner(exp, results, quiet).run()
+    click.echo(text_summary(out), err=True)
+    if not no_report:
+        click.echo(f"report: {write_report(out)}", err=True)
     click.echo(f"results: {out}", err=True)
+
+
+@cli.command()
+@click.argument("run_dir")
+@click.option("--output", "-o", default=None, help="The HTML file (default: RUN_DIR/report.html).")
+def report(run_dir, output) -> None:
+    """Write the static HTML report of a run folder (results/<experiment>/<run-id>/):
+    plots of ingest, throughput, disk, latency, server CPU and memory, and the
+    validation verdicts. Prints the cells' summary table."""
+    from .report import text_summary, write_report
+
+    click.echo(text_summary(run_dir), err=True)
+    click.echo(f"report: {write_report(run_dir, output)}", err=True)
 
 
 @cli.command()

@@ -28,7 +28,9 @@ async def connect(target_name: str, server: str = "local", options: dict | None 
     srv, datadir = None, None
     if server == "local":
         if cls.server_kind is None:
-            url = cls.local_url(instance_dir or home() / "servers" / (name or cls.name))
+            where = instance_dir or home() / "servers" / (name or cls.name)
+            url = cls.local_url(where)
+            datadir = str(where) if url is not None else None
         else:
             srv = servers.get(cls.server_kind)(name=name, instance_dir=instance_dir, ports=ports,
                                                 options=server_options)

@@ -148,6 +148,13 @@ def load_experiment(path: str | pathlib.Path) -> Experiment:
             msg = f"unknown key{f' (allowed: {allowed})' if allowed else ''}"
         raise UserError(f"{p}:{line or 1}: {field}: {msg}") from None
     _check_names(p, exp, lines)
+    for name, d in exp.datasets.items():      # a schema file is found beside the experiment file
+        if d.schema_file and not pathlib.Path(d.schema_file).is_absolute():
+            f = p.parent / d.schema_file
+            if not f.is_file():
+                raise UserError(f"{p}:{lines.get(('datasets', name, 'schema_file'), 1)}: datasets.{name}.schema_file: "
+                                f"no such file {str(f)!r} (a relative path is taken from the experiment file's folder)")
+            d.schema_file = str(f.resolve())
     return exp
 
 

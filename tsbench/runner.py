@@ -4,8 +4,9 @@ server (or reach a URL), load and verify, draw the queries (once per dataset),
 execute and validate. A cell that fails is recorded with the server's words and
 the run goes on; Ctrl-C marks the current cell interrupted and keeps the rest.
 Results go to results/<experiment>/<run-id>/: manifest.json and parquet tables
-`cells` (one row per cell), `load` (per cell per second) and `queries` (per
-execution), readable without tsbench."""
+`cells` (one row per cell), `load` (per cell per second), `queries` (per
+execution) and `resources` (per cell per second per role, from the monitor),
+readable without tsbench."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import time
 
 from .errors import UserError
 from .experiment import Experiment, cells, describe_cell
+from .monitor import ResourceMonitor
 
 
 def _dataset_key(decl: dict, fmt: str) -> str:
@@ -57,6 +59,9 @@ class Runner:
         self.cell_rows: list[dict] = []
         self.load_rows: list[dict] = []
         self.query_rows: list[dict] = []
+        self.resource_rows: list[dict] = []
+        self.servers: dict[str, str] = {}
+        self.ceilings: dict[str, dict] = {}
         self.datasets: dict[str, dict] = {}
         self._refs: dict[str, object] = {}
 
@@ -109,10 +114,8 @@ class Runner:
         return df
 
     async def _cell(self, c: dict, row: dict) -> None:
-        from . import queries, targets
+        from . import targets
         from .connect import connect
-        from .execute import ExecOptions, execute
-        from .load import LoadError, LoadOptions, load
 
         phases = set(self.exp.phases)
         cls = targets.get(c["target"]["target"])
@@ -120,60 +123,98 @@ class Runner:
         if phases <= {"generate"}:
             return
         t = c["target"]
+        if "load" in phases:
+            await self._ceiling(c, df)
         async with connect(t["target"], t["server"], t["options"], t["server_options"],
                            name=f"{self.exp.name}-{t['target']}", announce=not self.quiet) as conn:
-            row["server_version"] = await conn.target.version() or (
-                conn.server.state.version if conn.server and conn.server.state else "")
-            if "load" in phases:
-                lo = c["load"]
-                try:
-                    res = await load(conn.target, df, LoadOptions(workers=lo["workers"], batch_size=lo["batch_size"],
-                                                                  processes=lo["processes"], if_exists="drop",
-                                                                  progress=not self.quiet), conn.datadir,
-                                     conn.server.pids() if conn.server else None)
-                except LoadError as exc:
-                    res = getattr(exc, "result", None)
-                    if res is not None:
-                        self._load_rows(c, res)
-                    raise
-                self._load_rows(c, res)
-                s = res.summary()
-                row.update(rows=s["rows"], values=s["values"], bytes=s["bytes"], load_seconds=s["seconds"],
-                           rows_per_s=s["rows_per_s"], values_per_s=s["values_per_s"], mb_per_s=s["mb_per_s"],
-                           client_cpu_s=s["client_cpu_seconds"], server_cpu_s=s["server_cpu_seconds"],
-                           backoffs=s["backoffs"], verified=s["verify"]["ok"], counted=s["verify"]["counted"],
-                           expected=s["verify"]["expected"], disk=json.dumps(s["disk"], sort_keys=True),
-                           disk_bytes=s["disk"].get("datadir_allocated_bytes") or max(s["disk"].values(), default=None))
-            if phases & {"queries", "execute", "validate"}:
-                ds = df.dataset
-                q = c["queries"]
-                ctx = queries.context(ds)
-                names = list(q["types"]) or [n for n, qt in queries.CATALOG.items()
-                                             if qt.family in q["families"] and qt.applies(ctx) is None]
-                if not names:
-                    return
-                specs = queries.generate(ds, names, q["count"], q["seed"])
-                ref = None
-                if "validate" in phases:
-                    from .queries.reference import Reference
+            mon = ResourceMonitor(conn.server.pids if conn.server else None, conn.datadir, labels={"cell": c["id"]})
+            try:
+                with mon:
+                    await self._phases(c, row, df, conn, mon)
+            finally:
+                self.resource_rows.extend(mon.rows)
+                row.update(mon.peaks())
 
-                    ref = self._refs.get(c["dataset_name"]) or Reference(ds)
-                    self._refs[c["dataset_name"]] = ref
-                await conn.target.attach(df.tables())
-                ex = c["execute"]
-                er = await execute(conn.target, specs, ExecOptions(
-                    workers=ex["workers"], count=ex["count"], burn_in=ex["burn_in"], cache=ex["cache"],
-                    validate=ref is not None, progress=not self.quiet), ref, conn.server)
-                for r in er.records:
-                    self.query_rows.append({"cell": c["id"], **{k: v for k, v in r.items()}})
-                bad = [v for v in er.validation if not v["ok"]]
-                allst = er.stats()[-1]
-                row.update(queries_run=len(er.records), query_errors=allst["errors"], mismatches=len(bad),
-                           validated=len(er.validation), unsupported=json.dumps(er.unsupported), cache=er.cache,
-                           query_p50_ms=allst.get("p50_ms"), query_p99_ms=allst.get("p99_ms"), qps=allst.get("qps"))
-                if bad:
-                    row.update(status="failed", reason=f"{len(bad)} answers differ from the reference: "
-                                                       + bad[0]["diff"].splitlines()[0])
+    async def _phases(self, c: dict, row: dict, df, conn, mon: ResourceMonitor) -> None:
+        from . import queries
+        from .execute import ExecOptions, execute
+        from .load import LoadError, LoadOptions, load
+
+        phases = set(self.exp.phases)
+        row["server_version"] = await conn.target.version() or (
+            conn.server.state.version if conn.server and conn.server.state else "")
+        self.servers[c["target_name"]] = row["server_version"]
+        if "load" in phases:
+            mon.phase = "load"
+            lo = c["load"]
+            try:
+                res = await load(conn.target, df, LoadOptions(workers=lo["workers"], batch_size=lo["batch_size"],
+                                                              processes=lo["processes"], if_exists="drop",
+                                                              progress=not self.quiet), conn.datadir,
+                                 conn.server.pids() if conn.server else None)
+            except LoadError as exc:
+                res = getattr(exc, "result", None)
+                if res is not None:
+                    self._load_rows(c, res)
+                raise
+            self._load_rows(c, res)
+            s = res.summary()
+            row.update(rows=s["rows"], values=s["values"], bytes=s["bytes"], load_seconds=s["seconds"],
+                       rows_per_s=s["rows_per_s"], values_per_s=s["values_per_s"], mb_per_s=s["mb_per_s"],
+                       client_cpu_s=s["client_cpu_seconds"], server_cpu_s=s["server_cpu_seconds"],
+                       backoffs=s["backoffs"], verified=s["verify"]["ok"], counted=s["verify"]["counted"],
+                       expected=s["verify"]["expected"], disk=json.dumps(s["disk"], sort_keys=True),
+                       disk_bytes=s["disk"].get("datadir_allocated_bytes") or max(s["disk"].values(), default=None))
+        if phases & {"queries", "execute", "validate"}:
+            mon.phase = "queries"
+            ds = df.dataset
+            q = c["queries"]
+            ctx = queries.context(ds)
+            names = list(q["types"]) or [n for n, qt in queries.CATALOG.items()
+                                         if qt.family in q["families"] and qt.applies(ctx) is None]
+            if not names:
+                return
+            specs = queries.generate(ds, names, q["count"], q["seed"])
+            ref = None
+            if "validate" in phases:
+                from .queries.reference import Reference
+
+                ref = self._refs.get(c["dataset_name"]) or Reference(ds)
+                self._refs[c["dataset_name"]] = ref
+            await conn.target.attach(df.tables())
+            mon.phase = "execute"
+            ex = c["execute"]
+            er = await execute(conn.target, specs, ExecOptions(
+                workers=ex["workers"], count=ex["count"], burn_in=ex["burn_in"], cache=ex["cache"],
+                validate=ref is not None, progress=not self.quiet), ref, conn.server)
+            verdict = {v["id"]: v["ok"] for v in er.validation}
+            t0 = min((r["start"] for r in er.records), default=0.0)
+            for r in er.records:
+                self.query_rows.append({"cell": c["id"], **r, "start": round(r["start"] - t0, 6),
+                                        "valid": verdict.get(r["id"])})
+            bad = [v for v in er.validation if not v["ok"]]
+            allst = er.stats()[-1]
+            row.update(queries_run=len(er.records), query_errors=allst["errors"], mismatches=len(bad),
+                       validated=len(er.validation), unsupported=json.dumps(er.unsupported), cache=er.cache,
+                       query_p50_ms=allst.get("p50_ms"), query_p99_ms=allst.get("p99_ms"), qps=allst.get("qps"))
+            if bad:
+                row.update(status="failed", reason=f"{len(bad)} answers differ from the reference: "
+                                                   + bad[0]["diff"].splitlines()[0])
+
+    async def _ceiling(self, c: dict, df) -> None:
+        """The harness ceiling: the same file and batch size into the null target (no
+        database, no network), once per data file and batch size."""
+        from .load import LoadOptions, load
+        from .targets.null import NullTarget
+
+        bs = c["load"]["batch_size"]
+        key = f"{pathlib.Path(df.path).name} batch {bs}"
+        if key in self.ceilings:
+            return
+        s = (await load(NullTarget(), df, LoadOptions(workers=1, batch_size=bs, progress=False))).summary()
+        self.ceilings[key] = {"rows_per_s": s["rows_per_s"], "values_per_s": s["values_per_s"],
+                              "mb_per_s": s["mb_per_s"], "seconds": s["seconds"]}
+        self.say(f"harness ceiling ({key}): {s['rows_per_s']:,.0f} rows/s")
 
     def _load_rows(self, c: dict, res) -> None:
         for t in res.timeline:
@@ -185,13 +226,15 @@ class Runner:
 
         from . import __version__
 
-        for name, rows in (("cells", self.cell_rows), ("load", self.load_rows), ("queries", self.query_rows)):
+        for name, rows in (("cells", self.cell_rows), ("load", self.load_rows), ("queries", self.query_rows),
+                           ("resources", self.resource_rows)):
             keys = sorted({k for r in rows for k in r}, key=lambda k: (k != "cell", k))
             table = pa.Table.from_pylist([{k: r.get(k) for k in keys} for r in rows]) if rows else pa.table({})
             pq.write_table(table, self.dir / f"{name}.parquet")
         manifest = {"experiment": self.exp.name, "run_id": self.run_id, "config": self.exp.model_dump(),
                     "tsbench": __version__, "git_revision": _git_revision(), "host": host_facts(),
-                    "datasets": self.datasets, "cells": len(self.cell_rows),
+                    "datasets": self.datasets, "servers": self.servers, "harness_ceiling": self.ceilings,
+                    "cells": len(self.cell_rows),
                     "status": {s: sum(r["status"] == s for r in self.cell_rows)
                                for s in ("ok", "failed", "interrupted")}}
         (self.dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")

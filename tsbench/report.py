@@ -1,0 +1,354 @@
+"""The HTML report (after a run): one static file, report.html in the run folder,
+built from the run's parquet tables and manifest alone. Plots (matplotlib, PNG
+inlined): ingest rate over time per cell; rows/s and values/s by workers x batch
+size per target; disk bytes per target; latency percentiles per query type and
+target; server CPU and memory over time. Tables: the cells with their status and
+the server's words, the validation verdicts, the manifest's host facts."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import pathlib
+
+from .errors import UserError
+
+TABLES = ("cells", "load", "queries", "resources")
+
+
+def read_run(run_dir: str | pathlib.Path) -> tuple[dict, dict]:
+    """{table name: pandas DataFrame} and the manifest of a run folder."""
+    import pandas as pd
+
+    d = pathlib.Path(run_dir)
+    if not (d / "manifest.json").is_file():
+        raise UserError(f"{d}: not a run folder (no manifest.json; runs are in results/<experiment>/<run-id>/)")
+    manifest = json.loads((d / "manifest.json").read_text())
+    frames = {}
+    for name in TABLES:
+        p = d / f"{name}.parquet"
+        frames[name] = pd.read_parquet(p) if p.is_file() else pd.DataFrame()
+    return frames, manifest
+
+
+def _settings(cell) -> str:
+    """A cell's matrix knobs (other than the target), e.g. "workers=2 batch_size=5000"."""
+    knobs = json.loads(cell.knobs) if isinstance(cell.knobs, str) else {}
+    parts = [f"{k.split('.')[-1]}={v}" for k, v in knobs.items() if k != "target"]
+    if getattr(cell, "repetition", 0):
+        parts.append(f"rep {cell.repetition + 1}")
+    return " ".join(parts)
+
+
+def _label(cell) -> str:
+    return f"{cell.target_name} {_settings(cell)}".strip()
+
+
+def _png(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _targets(cells) -> list[str]:
+    return list(dict.fromkeys(cells["target_name"]))
+
+
+def _grid(n: int, width: float = 5.0, height: float = 3.2):
+    import matplotlib.pyplot as plt
+
+    cols = min(n, 3)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
+
+
+# ---- figures: each returns (title, caption, png) or None when the run has no such data ----------------
+
+def fig_ingest(cells, load):
+    if load.empty or "rows_per_s" not in load:
+        return None
+    labels = {c.cell: _label(c) for c in cells.itertuples()}
+    target_of = dict(zip(cells["cell"], cells["target_name"]))
+    ts = [t for t in _targets(cells) if t in set(target_of[c] for c in load["cell"].unique())]
+    fig, axes = _grid(len(ts))
+    for ax, t in zip(axes, ts):
+        for cell, g in load[load["cell"].map(target_of) == t].groupby("cell"):
+            ax.plot(g["t"], g["rows_per_s"], label=labels[cell], linewidth=1.2)
+        ax.set_title(t)
+        ax.set_xlabel("seconds since load start")
+        ax.set_ylabel("rows/s")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return "Ingest rate over time", "Rows written per second, sampled every second, one line per cell.", _png(fig)
+
+
+def fig_throughput(cells):
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    ok = cells[(cells["status"] == "ok")] if "rows_per_s" in cells else cells.iloc[0:0]
+    ok = ok.dropna(subset=["rows_per_s"]) if not ok.empty else ok
+    if ok.empty:
+        return None
+    ok = ok.assign(setting="w" + ok["workers"].astype(str) + " x b" + ok["batch_size"].astype(str))
+    settings = list(dict.fromkeys(ok.sort_values(["workers", "batch_size"])["setting"]))
+    ts = _targets(ok)
+    fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.3 * len(settings) * len(ts)), 3.6))
+    width = 0.8 / len(ts)
+    x = np.arange(len(settings))
+    for ax, col, unit in ((axes[0], "rows_per_s", "rows/s"), (axes[1], "values_per_s", "values/s")):
+        for i, t in enumerate(ts):
+            mean = ok[ok["target_name"] == t].groupby("setting")[col].mean()
+            ax.bar(x + i * width - 0.4 + width / 2, [mean.get(s, 0) for s in settings], width, label=t)
+        ax.set_xticks(x, settings, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(unit)
+        ax.set_title(f"{unit} by workers x batch size")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=7)
+    return ("Load throughput", "Mean over repetitions of each cell's whole-load rate (rows and values per second); "
+            "w = load workers, b = batch size.", _png(fig))
+
+
+def fig_disk(cells):
+    import matplotlib.pyplot as plt
+
+    if "disk_bytes" not in cells:
+        return None
+    d = cells.dropna(subset=["disk_bytes"])
+    if d.empty:
+        return None
+    labels = [_label(c) for c in d.itertuples()]
+    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(d)), 3.6))
+    colors = {t: f"C{i}" for i, t in enumerate(_targets(cells))}
+    ax.bar(range(len(d)), d["disk_bytes"] / 1e6, color=[colors[t] for t in d["target_name"]])
+    ax.set_xticks(range(len(d)), labels, rotation=45, ha="right", fontsize=7)
+    ax.set_ylabel("MB on disk")
+    ax.set_title("Disk after load and compaction")
+    ax.grid(axis="y", alpha=0.3)
+    return ("Disk size", "Allocated bytes of the data directory (or the database's own figure) after the load "
+            "was verified and compacted, per cell.", _png(fig))
+
+
+def fig_latency(cells, queries):
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if queries.empty:
+        return None
+    q = queries[queries["status"] == "ok"].merge(cells[["cell", "target_name"]], on="cell")
+    if q.empty:
+        return None
+    types = list(dict.fromkeys(q["type"]))
+    ts = _targets(q)
+    fig, axes = plt.subplots(1, 3, figsize=(max(12, 0.45 * len(types) * 3), 4.2), sharey=True)
+    width = 0.8 / len(ts)
+    x = np.arange(len(types))
+    for ax, p in zip(axes, (50, 90, 99)):
+        for i, t in enumerate(ts):
+            g = q[q["target_name"] == t].groupby("type")["latency"]
+            v = g.quantile(p / 100) * 1e3
+            ax.bar(x + i * width - 0.4 + width / 2, [v.get(ty, np.nan) for ty in types], width, label=t)
+        ax.set_yscale("log")
+        ax.set_xticks(x, types, rotation=60, ha="right", fontsize=7)
+        ax.set_title(f"p{p} latency")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("ms (log scale)")
+    axes[0].legend(fontsize=7)
+    return ("Query latency", "Percentiles of each query type's latency per target, over every recorded execution "
+            "of every cell (burn-in excluded). A missing bar: not run (unsupported) or only errors.", _png(fig))
+
+
+def fig_resources(cells, resources):
+    if resources.empty:
+        return None
+    labels = {c.cell: _label(c) for c in cells.itertuples()}
+    srv = resources[resources["role"] == "server"]
+    if srv.empty:
+        srv = resources[resources["role"] == "client"]
+        who = "client (in-process database)"
+    else:
+        who = "server"
+    ts = _targets(cells)
+    target_of = dict(zip(cells["cell"], cells["target_name"]))
+    fig, axes = _grid(2 * len(ts), width=4.6, height=2.8) if len(ts) > 0 else (None, [])
+    for k, t in enumerate(ts):
+        cpu_ax, mem_ax = axes[2 * k], axes[2 * k + 1]
+        sub = resources[resources["cell"].map(target_of) == t]
+        role = "server" if (sub["role"] == "server").any() else "client"
+        for cell, g in sub[sub["role"] == role].groupby("cell"):
+            cpu_ax.plot(g["elapsed_s"], g["cpu_percent"], linewidth=1, label=labels[cell])
+            mem_ax.plot(g["elapsed_s"], g["rss_bytes"] / 2**20, linewidth=1, label=labels[cell])
+        cpu_ax.set_title(f"{t}: {role} CPU %", fontsize=9)
+        mem_ax.set_title(f"{t}: {role} RSS MiB", fontsize=9)
+        for ax in (cpu_ax, mem_ax):
+            ax.set_xlabel("seconds since cell start", fontsize=8)
+            ax.grid(alpha=0.3)
+        cpu_ax.legend(fontsize=6)
+    return ("Server CPU and memory", f"Sampled every second from the {who} processes (an in-process database is "
+            "measured as the client); 100% = one core.", _png(fig))
+
+
+# ---- tables ----------------------------------------------------------------------------------------
+
+def _num(v) -> float:
+    """A table value as a float; missing (None) is NaN."""
+    return float("nan") if v is None else float(v)
+
+
+def _fmt(v, spec=",.0f") -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    try:
+        return format(v, spec)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def cells_table(cells) -> str:
+    head = ["cell", "target", "settings", "status", "rows/s", "values/s", "MB/s", "disk MB", "verified",
+            "queries", "p50 ms", "p99 ms", "mismatches", "server's words"]
+    out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    for c in cells.itertuples():
+        g = lambda k: getattr(c, k, None)  # noqa: E731
+        status = html.escape(str(c.status))
+        out.append("<tr>" + "".join(f"<td>{x}</td>" for x in [
+            c.cell, html.escape(f"{c.target_name} ({c.target})"), html.escape(_settings(c)),
+            f"<span class='{status}'>{status}</span>", _fmt(g("rows_per_s")), _fmt(g("values_per_s")),
+            _fmt(g("mb_per_s"), ",.1f"), _fmt(_num(g("disk_bytes")) / 1e6, ",.1f"),
+            html.escape(str(g("verified")) if g("verified") is not None else ""), _fmt(g("queries_run")),
+            _fmt(g("query_p50_ms"), ",.2f"), _fmt(g("query_p99_ms"), ",.2f"), _fmt(g("mismatches")),
+            html.escape(str(c.reason or ""))[:600]]) + "</tr>")
+    return "\n".join(out + ["</table>"])
+
+
+def verdict_table(cells, queries) -> str:
+    """Query type x target: validated n/n, MISMATCH, errors, or unsupported."""
+    unsupported: dict[str, set] = {}
+    if "unsupported" in cells:
+        for c in cells.itertuples():
+            if isinstance(c.unsupported, str) and c.unsupported:
+                unsupported.setdefault(c.target_name, set()).update(json.loads(c.unsupported))
+    if queries.empty and not unsupported:
+        return "<p>No queries were run.</p>"
+    q = queries.merge(cells[["cell", "target_name"]], on="cell") if not queries.empty else queries
+    ts = _targets(cells)
+    types = list(dict.fromkeys(list(q["type"]) if not q.empty else [])) + sorted(
+        {t for s in unsupported.values() for t in s} - set(q["type"] if not q.empty else []))
+    out = ["<table><tr><th>query type</th>" + "".join(f"<th>{html.escape(t)}</th>" for t in ts) + "</tr>"]
+    for ty in types:
+        tds = []
+        for t in ts:
+            g = q[(q["type"] == ty) & (q["target_name"] == t)] if not q.empty else q
+            if g.empty:
+                txt, cls = ("unsupported", "unsupported") if ty in unsupported.get(t, ()) else ("", "")
+            else:
+                checked = g.drop_duplicates(["cell", "id"])
+                checked = checked[checked["valid"].notna()] if "valid" in checked else checked.iloc[0:0]
+                errors = int((g["status"] == "error").sum())
+                bad = int((checked["valid"] == False).sum())  # noqa: E712
+                if bad:
+                    txt, cls = f"MISMATCH {bad}/{len(checked)}", "failed"
+                elif errors:
+                    txt, cls = f"{errors} errors", "failed"
+                elif len(checked):
+                    txt, cls = f"valid {len(checked)}/{len(checked)}", "ok"
+                else:
+                    txt, cls = "not validated", ""
+            tds.append(f"<td class='{cls}'>{txt}</td>")
+        out.append(f"<tr><td>{html.escape(ty)}</td>" + "".join(tds) + "</tr>")
+    return "\n".join(out + ["</table>"])
+
+
+CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }
+table { border-collapse: collapse; font-size: 13px; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+.ok { color: #17672d; } td.ok { background: #e8f5e9; }
+.failed { color: #b00020; font-weight: bold; } td.failed { background: #fdecea; }
+.interrupted { color: #a05a00; font-weight: bold; }
+td.unsupported { color: #777; background: #f7f7f7; }
+img { max-width: 100%; border: 1px solid #eee; }
+.caption { color: #555; font-size: 13px; }
+code { background: #f6f6f6; padding: 1px 4px; }
+"""
+
+
+def render(run_dir: str | pathlib.Path) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    frames, m = read_run(run_dir)
+    cells, load, queries, resources = (frames[k] for k in TABLES)
+    host = m.get("host", {})
+    st = m.get("status", {})
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>tsbench: {html.escape(m['experiment'])} "
+             f"{html.escape(m['run_id'])}</title><style>{CSS}</style></head><body>",
+             f"<h1>{html.escape(m['experiment'])} <small>run {html.escape(m['run_id'])}</small></h1>",
+             f"<p>{html.escape(m.get('config', {}).get('description', ''))}</p>",
+             f"<p>{m.get('cells', 0)} cells: <span class='ok'>{st.get('ok', 0)} ok</span>, "
+             f"<span class='failed'>{st.get('failed', 0)} failed</span>, "
+             f"<span class='interrupted'>{st.get('interrupted', 0)} interrupted</span>. "
+             f"Host: {html.escape(str(host.get('cpu_model', '')))}, {host.get('cores')} cores, "
+             f"{_fmt((host.get('memory_bytes') or 0) / 2**30, '.1f')} GiB, kernel {html.escape(str(host.get('kernel')))}."
+             f" tsbench {html.escape(str(m.get('tsbench')))} ({html.escape(str(m.get('git_revision') or 'no git')[:12])}).</p>"]
+    servers = m.get("servers") or {}
+    if servers:
+        parts.append("<p>Servers: " + ", ".join(f"{html.escape(k)} {html.escape(str(v))}"
+                                               for k, v in servers.items()) + ".</p>")
+    ceil = m.get("harness_ceiling") or {}
+    if ceil:
+        parts.append("<p>Harness ceiling (the same file into the null target): " + "; ".join(
+            f"{html.escape(k)}: {_fmt(v.get('rows_per_s'))} rows/s" for k, v in ceil.items()) + ".</p>")
+    parts += ["<h2>Cells</h2>", cells_table(cells) if not cells.empty else "<p>No cells.</p>"]
+    if not cells.empty:
+        for fig in (fig_ingest(cells, load), fig_throughput(cells), fig_disk(cells)):
+            if fig:
+                parts += [f"<h2>{fig[0]}</h2><p class='caption'>{fig[1]}</p>", f"<img src='data:image/png;base64,{fig[2]}'>"]
+        parts += ["<h2>Validation verdicts</h2><p class='caption'>Each distinct query checked against the reference "
+                  "engine run on the same data (per query type and target, over all cells).</p>",
+                  verdict_table(cells, queries)]
+        for fig in (fig_latency(cells, queries), fig_resources(cells, resources)):
+            if fig:
+                parts += [f"<h2>{fig[0]}</h2><p class='caption'>{fig[1]}</p>", f"<img src='data:image/png;base64,{fig[2]}'>"]
+    parts.append("<h2>Tables</h2><p class='caption'>In this folder: " + ", ".join(
+        f"<code>{t}.parquet</code>" for t in TABLES) + " and <code>manifest.json</code>; "
+        "column names and units are in tsbench's README.</p></body></html>")
+    return "\n".join(parts)
+
+
+def text_summary(run_dir: str | pathlib.Path) -> str:
+    """The cells as a plain-text table (printed after `run` and by `report`)."""
+    frames, _ = read_run(run_dir)
+    cells = frames["cells"]
+    head = f"{'cell':>4} {'target':<16} {'settings':<22} {'status':<11} {'rows/s':>10} {'values/s':>12} " \
+           f"{'disk MB':>8} {'p50 ms':>8} {'p99 ms':>8} {'valid':>7}"
+    out = [head]
+    for c in cells.itertuples():
+        g = lambda k: getattr(c, k, None)  # noqa: E731
+        valid = ""
+        if g("validated") is not None and not math.isnan(_num(g("validated"))):
+            bad = _num(g("mismatches"))
+            valid = f"{int(g('validated')) - (0 if math.isnan(bad) else int(bad))}/{int(g('validated'))}"
+        out.append(f"{c.cell:>4} {str(c.target_name)[:16]:<16} {_settings(c)[:22]:<22} {c.status:<11} "
+                   f"{_fmt(g('rows_per_s')):>10} {_fmt(g('values_per_s')):>12} "
+                   f"{_fmt(_num(g('disk_bytes')) / 1e6, ',.1f'):>8} {_fmt(g('query_p50_ms'), ',.2f'):>8} "
+                   f"{_fmt(g('query_p99_ms'), ',.2f'):>8} {valid:>7}")
+        if c.status != "ok":
+            out.append(f"{'':>4} {c.status}: {str(c.reason)[:300]}")
+    return "\n".join(out)
+
+
+def write_report(run_dir: str | pathlib.Path, out: str | pathlib.Path | None = None) -> pathlib.Path:
+    path = pathlib.Path(out) if out else pathlib.Path(run_dir) / "report.html"
+    path.write_text(render(run_dir))
+    return path
