@@ -4,6 +4,7 @@ repetitions, the JSON Schema, and one-line errors naming file, line and field.""
 from __future__ import annotations
 
 import json
+import pathlib
 import re
 
 import pytest
@@ -78,3 +79,35 @@ def test_bad_files_give_one_line(tmp_path, text, pattern):
         cells(load_experiment(f))
     msg = str(ei.value)
     assert "\n" not in msg and re.search(pattern, msg), msg
+
+
+SHIPPED = {"devops100": 12, "batch-workers": 24, "cardinality": 6, "pg-vs-influx": 6, "flux": 4}
+
+
+@pytest.mark.parametrize("name,n", sorted(SHIPPED.items()))
+def test_shipped_experiments_are_valid(name, n):
+    """Each shipped experiment loads, every dataset resolves, every target takes its
+    options, and --dry-run lists its cells (running them is the README's job)."""
+    from tsbench import targets
+    from tsbench.dataset import DatasetSpec, resolve
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "experiments" / f"{name}.yaml"
+    exp = load_experiment(path)
+    assert exp.name == name and len(cells(exp)) == n
+    for d in exp.datasets.values():
+        assert resolve(DatasetSpec(**d.model_dump())).epochs > 0
+    for t in exp.targets.values():
+        targets.get(t.target).parse_options(t.options)
+    out = run_cli("run", str(path), "--dry-run")
+    assert len(out.stdout.decode().splitlines()) == n
+
+
+def test_schema_file_is_found_beside_the_experiment(tmp_path):
+    (tmp_path / "s.yaml").write_text("name: s\nmeasurements:\n  - name: m\n    fields: [{name: v}]\n")
+    f = _write(tmp_path, "name: x\ndatasets: {c: {use_case: custom, schema_file: s.yaml}}\n"
+                         "targets: {a: {target: duckdb}}\n")
+    assert load_experiment(f).datasets["c"].schema_file == str(tmp_path / "s.yaml")
+    f = _write(tmp_path, "name: x\ndatasets: {c: {use_case: custom, schema_file: t.yaml}}\n"
+                         "targets: {a: {target: duckdb}}\n")
+    with pytest.raises(UserError, match=r"e\.yaml:2: datasets\.c\.schema_file: no such file"):
+        load_experiment(f)

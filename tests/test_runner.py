@@ -120,3 +120,53 @@ def test_dry_run_prints_the_cells(tmp_path):
     lines = p.stdout.decode().splitlines()
     assert len(lines) == 5 and lines[0].startswith("cell 0: d10 -> duck (duckdb)")
     assert "5 cells" in p.stderr.decode()
+
+
+INTERRUPTED = """\
+name: interrupted
+datasets:
+  d: {use_case: devops, scale: 20, end: "2016-01-01T06:00:00Z", seed: 5}
+targets:
+  pg: {target: postgres}
+phases: [generate, load]
+load: {workers: 1, batch_size: 1000}
+matrix:
+  load.batch_size: [20000, 1000]
+"""
+
+
+def test_ctrl_c_keeps_finished_cells_and_stops_the_server(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    f = tmp_path / "e.yaml"
+    f.write_text(INTERRUPTED)
+    p = subprocess.Popen([sys.executable, "-m", "tsbench", "run", str(f), "--results", str(tmp_path / "r")],
+                         stderr=subprocess.PIPE, text=True)
+    lines, pids = [], []
+    deadline = time.monotonic() + 240
+    for line in p.stderr:                      # the second cell's load has started: interrupt it
+        lines.append(line)
+        m = re.search(r"started postgres \S+ \(pid (\d+)\)", line)
+        if m:
+            pids.append(int(m.group(1)))
+        if "[2/2]" in "".join(lines) and line.startswith("tsbench: load:"):
+            time.sleep(1.0)
+            p.send_signal(signal.SIGINT)
+            break
+        assert time.monotonic() < deadline, "".join(lines)
+    rest = p.stderr.read()
+    assert p.wait(timeout=120) == 130, "".join(lines) + rest
+    assert "interrupted: finished cells are kept" in rest and len(pids) == 2
+    assert not any(psutil.pid_exists(pid) for pid in pids), rest      # both servers stopped
+    run = next((tmp_path / "r" / "interrupted").glob("2*"))
+    cells = pq.read_table(run / "cells.parquet").to_pylist()
+    assert [(c["status"], c["batch_size"]) for c in cells] == [("ok", 20000), ("interrupted", 1000)]
+    assert cells[1]["reason"] == "interrupted by the user (Ctrl-C)" and cells[0]["verified"]
+    assert (run / "report.html").is_file()
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["status"] == {"ok": 1, "failed": 0, "interrupted": 1}

@@ -444,11 +444,14 @@ def run(experiment_file, dry_run, results, quiet, no_report) -> None:
     from .report import text_summary, write_report
     from .runner import Runner
 
-    out = Runner(exp, results, quiet).run()
+    runner = Runner(exp, results, quiet)
+    out = runner.run()
     click.echo(text_summary(out), err=True)
     if not no_report:
         click.echo(f"report: {write_report(out)}", err=True)
     click.echo(f"results: {out}", err=True)
+    if runner.interrupted:
+        sys.exit(130)
 
 
 @cli.command()

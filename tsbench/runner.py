@@ -50,6 +50,10 @@ def _git_revision() -> str | None:
         return None
 
 
+def _ms(v) -> str:
+    return "-" if v is None else f"{v:,.2f} ms"
+
+
 class Runner:
     def __init__(self, exp: Experiment, results: str | pathlib.Path = "results", quiet: bool = False):
         self.exp, self.quiet = exp, quiet
@@ -60,6 +64,7 @@ class Runner:
         self.load_rows: list[dict] = []
         self.query_rows: list[dict] = []
         self.resource_rows: list[dict] = []
+        self.interrupted = False
         self.servers: dict[str, str] = {}
         self.ceilings: dict[str, dict] = {}
         self.datasets: dict[str, dict] = {}
@@ -92,6 +97,7 @@ class Runner:
                     row.update(status="failed", reason=str(exc))
                     self.say(f"cell {c['id']} failed: {exc}")
         except KeyboardInterrupt:
+            self.interrupted = True
             self.say("interrupted: finished cells are kept, the current cell is marked interrupted")
         finally:
             self._write()
@@ -147,6 +153,7 @@ class Runner:
         if "load" in phases:
             mon.phase = "load"
             lo = c["load"]
+            self.say(f"load: {df.rows:,} rows, {lo['workers']} workers x {lo['batch_size']:,}")
             try:
                 res = await load(conn.target, df, LoadOptions(workers=lo["workers"], batch_size=lo["batch_size"],
                                                               processes=lo["processes"], if_exists="drop",
@@ -165,6 +172,9 @@ class Runner:
                        backoffs=s["backoffs"], verified=s["verify"]["ok"], counted=s["verify"]["counted"],
                        expected=s["verify"]["expected"], disk=json.dumps(s["disk"], sort_keys=True),
                        disk_bytes=s["disk"].get("datadir_allocated_bytes") or max(s["disk"].values(), default=None))
+            self.say(f"loaded in {s['seconds']:.1f} s: {s['rows_per_s']:,.0f} rows/s, {s['values_per_s']:,.0f} values/s, "
+                     f"{s['mb_per_s']:.1f} MB/s; verified {s['verify']['counted']:,} {res.count_unit}; "
+                     f"disk {row['disk_bytes'] / 1e6 if row['disk_bytes'] else 0:,.1f} MB")
         if phases & {"queries", "execute", "validate"}:
             mon.phase = "queries"
             ds = df.dataset
@@ -184,6 +194,8 @@ class Runner:
             await conn.target.attach(df.tables())
             mon.phase = "execute"
             ex = c["execute"]
+            self.say(f"execute: {len(specs)} queries of {len(names)} types, {ex['workers']} workers, {ex['cache']} cache"
+                     + (", validated" if ref is not None else ""))
             er = await execute(conn.target, specs, ExecOptions(
                 workers=ex["workers"], count=ex["count"], burn_in=ex["burn_in"], cache=ex["cache"],
                 validate=ref is not None, progress=not self.quiet), ref, conn.server)
@@ -197,6 +209,10 @@ class Runner:
             row.update(queries_run=len(er.records), query_errors=allst["errors"], mismatches=len(bad),
                        validated=len(er.validation), unsupported=json.dumps(er.unsupported), cache=er.cache,
                        query_p50_ms=allst.get("p50_ms"), query_p99_ms=allst.get("p99_ms"), qps=allst.get("qps"))
+            self.say(f"executed {len(er.records)}: p50 {_ms(allst.get('p50_ms'))}, p99 {_ms(allst.get('p99_ms'))}, "
+                     f"{allst['errors']} errors" + (f", {len(er.validation) - len(bad)}/{len(er.validation)} equal to "
+                                                   f"the reference" if ref is not None else "")
+                     + (f", unsupported: {', '.join(er.unsupported)}" if er.unsupported else ""))
             if bad:
                 row.update(status="failed", reason=f"{len(bad)} answers differ from the reference: "
                                                    + bad[0]["diff"].splitlines()[0])
