@@ -28,13 +28,25 @@ class ResourceMonitor:
         self.server_pids = server_pids or (lambda: [])
         self.datadir, self.interval = datadir, interval
         self.labels = dict(labels or {})
-        self.phase = "start"
+        self._phase = "start"
+        self._lock = threading.Lock()
         self.rows: list[dict] = []
         self._procs: dict[int, psutil.Process] = {}
         self._prev: dict[str, tuple[float, float]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._t0 = time.monotonic()
+
+    @property
+    def phase(self) -> str:
+        return self._phase
+
+    @phase.setter
+    def phase(self, name: str) -> None:
+        """Enter a phase: the samples from now on carry its name, the first one taken at once."""
+        self._phase = name
+        if self._thread is not None:
+            self.sample()
 
     # ---- lifecycle -------------------------------------------------------------------------------------
     def __enter__(self) -> "ResourceMonitor":
@@ -48,6 +60,7 @@ class ResourceMonitor:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+            self._thread = None
         self.sample()
 
     def _loop(self) -> None:
@@ -79,6 +92,10 @@ class ResourceMonitor:
         return list(out.values())
 
     def sample(self) -> None:
+        with self._lock:
+            self._sample()
+
+    def _sample(self) -> None:
         now = time.monotonic()
         server = self._tree(self.server_pids())
         mine = {p.pid for p in server}
@@ -115,7 +132,7 @@ class ResourceMonitor:
             if prev is not None and now > prev[0]:
                 pct = max(0.0, (cpu - prev[1]) / (now - prev[0]) * 100.0)
             self._prev[role] = (now, cpu)
-            self.rows.append({**self.labels, "phase": self.phase, "elapsed_s": round(now - self._t0, 3),
+            self.rows.append({**self.labels, "phase": self._phase, "elapsed_s": round(now - self._t0, 3),
                               "role": role, "processes": len(procs), "cpu_s": round(cpu, 3),
                               "cpu_percent": None if pct is None else round(pct, 1), "rss_bytes": int(rss),
                               "read_bytes": rd if io_ok else None, "write_bytes": wr if io_ok else None,

@@ -240,6 +240,8 @@ def verdict_table(cells, queries) -> str:
     if queries.empty and not unsupported:
         return "<p>No queries were run.</p>"
     q = queries.merge(cells[["cell", "target_name"]], on="cell") if not queries.empty else queries
+    if not q.empty and "valid" not in q:
+        q = q.assign(valid=None)                 # a run of a tsbench that did not record verdicts
     ts = _targets(cells)
     types = list(dict.fromkeys(list(q["type"]) if not q.empty else [])) + sorted(
         {t for s in unsupported.values() for t in s} - set(q["type"] if not q.empty else []))
@@ -252,7 +254,7 @@ def verdict_table(cells, queries) -> str:
                 txt, cls = ("unsupported", "unsupported") if ty in unsupported.get(t, ()) else ("", "")
             else:
                 checked = g.drop_duplicates(["cell", "id"])
-                checked = checked[checked["valid"].notna()] if "valid" in checked else checked.iloc[0:0]
+                checked = checked[checked["valid"].notna()]
                 errors = int((g["status"] == "error").sum())
                 bad = int((checked["valid"] == False).sum())  # noqa: E712
                 if bad:

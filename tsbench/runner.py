@@ -88,6 +88,7 @@ class Runner:
                        "workers": c["load"]["workers"], "batch_size": c["load"]["batch_size"],
                        "status": "ok", "reason": ""}
                 self.cell_rows.append(row)
+                t0 = time.perf_counter()
                 try:
                     asyncio.run(self._cell(c, row))
                 except KeyboardInterrupt:
@@ -96,6 +97,8 @@ class Runner:
                 except UserError as exc:
                     row.update(status="failed", reason=str(exc))
                     self.say(f"cell {c['id']} failed: {exc}")
+                finally:
+                    row["cell_seconds"] = round(time.perf_counter() - t0, 3)
         except KeyboardInterrupt:
             self.interrupted = True
             self.say("interrupted: finished cells are kept, the current cell is marked interrupted")
@@ -113,7 +116,10 @@ class Runner:
         if not pathlib.Path(str(path) + ".manifest.json").exists():
             self.say(f"generating {c['dataset_name']} ({fmt})")
             ds = resolve(DatasetSpec(**c["dataset"]))
-            generate(ds, fmt, str(path), None, None, 1, 1, show_progress=not self.quiet)
+            t0 = time.perf_counter()
+            # several processes write the same bytes as one, faster
+            generate(ds, fmt, str(path), None, None, 1, min(os.cpu_count() or 1, 4), show_progress=not self.quiet)
+            self.say(f"generated {path.name} in {time.perf_counter() - t0:.1f} s")
         df = open_datafile(path)
         self.datasets[c["dataset_name"]] = {"spec": df.dataset.describe(), "sha256": df.manifest.get("sha256"),
                                             "rows": df.rows, "values": df.values}
@@ -169,7 +175,8 @@ class Runner:
             row.update(rows=s["rows"], values=s["values"], bytes=s["bytes"], load_seconds=s["seconds"],
                        rows_per_s=s["rows_per_s"], values_per_s=s["values_per_s"], mb_per_s=s["mb_per_s"],
                        client_cpu_s=s["client_cpu_seconds"], server_cpu_s=s["server_cpu_seconds"],
-                       backoffs=s["backoffs"], verified=s["verify"]["ok"], counted=s["verify"]["counted"],
+                       backoffs=s["backoffs"], backoff_seconds=s["backoff_seconds"],
+                       compact_seconds=s["compact_seconds"], verified=s["verify"]["ok"], counted=s["verify"]["counted"],
                        expected=s["verify"]["expected"], disk=json.dumps(s["disk"], sort_keys=True),
                        disk_bytes=s["disk"].get("datadir_allocated_bytes") or max(s["disk"].values(), default=None))
             self.say(f"loaded in {s['seconds']:.1f} s: {s['rows_per_s']:,.0f} rows/s, {s['values_per_s']:,.0f} values/s, "
@@ -206,7 +213,7 @@ class Runner:
                                         "valid": verdict.get(r["id"])})
             bad = [v for v in er.validation if not v["ok"]]
             allst = er.stats()[-1]
-            row.update(queries_run=len(er.records), query_errors=allst["errors"], mismatches=len(bad),
+            row.update(execute_seconds=round(er.seconds, 3), queries_run=len(er.records), query_errors=allst["errors"], mismatches=len(bad),
                        validated=len(er.validation), unsupported=json.dumps(er.unsupported), cache=er.cache,
                        query_p50_ms=allst.get("p50_ms"), query_p99_ms=allst.get("p99_ms"), qps=allst.get("qps"))
             self.say(f"executed {len(er.records)}: p50 {_ms(allst.get('p50_ms'))}, p99 {_ms(allst.get('p99_ms'))}, "
