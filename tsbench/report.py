@@ -65,7 +65,7 @@ def _grid(n: int, width: float = 5.0, height: float = 3.2):
 
     cols = min(n, 3)
     rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False, layout="constrained")
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, list(axes.flat[:n])
@@ -149,7 +149,8 @@ def fig_latency(cells, queries):
         return None
     types = list(dict.fromkeys(q["type"]))
     ts = _targets(q)
-    fig, axes = plt.subplots(1, 3, figsize=(max(12, 0.45 * len(types) * 3), 4.2), sharey=True)
+    fig, axes = plt.subplots(3, 1, figsize=(max(10, 0.5 * len(types) * max(1, len(ts) / 2)), 11),
+                             sharex=True, layout="constrained")
     width = 0.8 / len(ts)
     x = np.arange(len(types))
     for ax, p in zip(axes, (50, 90, 99)):
@@ -158,11 +159,11 @@ def fig_latency(cells, queries):
             v = g.quantile(p / 100) * 1e3
             ax.bar(x + i * width - 0.4 + width / 2, [v.get(ty, np.nan) for ty in types], width, label=t)
         ax.set_yscale("log")
-        ax.set_xticks(x, types, rotation=60, ha="right", fontsize=7)
-        ax.set_title(f"p{p} latency")
+        ax.set_xticks(x, types, rotation=45, ha="right", fontsize=8)
+        ax.set_title(f"p{p} latency", fontsize=10)
+        ax.set_ylabel("ms (log scale)")
         ax.grid(axis="y", alpha=0.3)
-    axes[0].set_ylabel("ms (log scale)")
-    axes[0].legend(fontsize=7)
+    axes[0].legend(fontsize=7, ncol=len(ts))
     return ("Query latency", "Percentiles of each query type's latency per target, over every recorded execution "
             "of every cell (burn-in excluded). A missing bar: not run (unsupported) or only errors.", _png(fig))
 
@@ -270,6 +271,25 @@ def verdict_table(cells, queries) -> str:
     return "\n".join(out + ["</table>"])
 
 
+def latency_table(cells, queries) -> str:
+    """Query type x target: p50 / p99 ms and the number of recorded executions."""
+    if queries.empty:
+        return ""
+    q = queries[queries["status"] == "ok"].merge(cells[["cell", "target_name"]], on="cell")
+    if q.empty:
+        return ""
+    ts = _targets(q)
+    g = q.groupby(["type", "target_name"])["latency"]
+    p50, p99, n = g.quantile(0.5) * 1e3, g.quantile(0.99) * 1e3, g.size()
+    out = ["<table><tr><th>query type</th>" + "".join(f"<th>{html.escape(t)}<br>p50 / p99 ms (n)</th>" for t in ts)
+           + "</tr>"]
+    for ty in dict.fromkeys(q["type"]):
+        tds = "".join(f"<td>{_fmt(p50[ty, t], ',.2f')} / {_fmt(p99[ty, t], ',.2f')} ({n[ty, t]})</td>"
+                      if (ty, t) in n.index else "<td></td>" for t in ts)
+        out.append(f"<tr><td>{html.escape(ty)}</td>{tds}</tr>")
+    return "\n".join(out + ["</table>"])
+
+
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }
 table { border-collapse: collapse; font-size: 13px; margin: 1em 0; }
@@ -322,6 +342,8 @@ def render(run_dir: str | pathlib.Path) -> str:
         for fig in (fig_latency(cells, queries), fig_resources(cells, resources)):
             if fig:
                 parts += [f"<h2>{fig[0]}</h2><p class='caption'>{fig[1]}</p>", f"<img src='data:image/png;base64,{fig[2]}'>"]
+                if fig[0] == "Query latency":
+                    parts.append(latency_table(cells, queries))
     parts.append("<h2>Tables</h2><p class='caption'>In this folder: " + ", ".join(
         f"<code>{t}.parquet</code>" for t in TABLES) + " and <code>manifest.json</code>; "
         "column names and units are in tsbench's README.</p></body></html>")
