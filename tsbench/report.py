@@ -127,15 +127,22 @@ def fig_disk(cells):
     if d.empty:
         return None
     labels = [_label(c) for c in d.itertuples()]
-    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(d)), 3.6))
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(d)), 3.6))
     colors = {t: f"C{i}" for i, t in enumerate(_targets(cells))}
-    ax.bar(range(len(d)), d["disk_bytes"] / 1e6, color=[colors[t] for t in d["target_name"]])
-    ax.set_xticks(range(len(d)), labels, rotation=45, ha="right", fontsize=7)
+    x = range(len(d))
+    ax.bar([i - 0.2 for i in x], d["disk_bytes"] / 1e6, 0.4, color=[colors[t] for t in d["target_name"]],
+           label="data directory")
+    if "disk_own_bytes" in d:
+        ax.bar([i + 0.2 for i in x], d["disk_own_bytes"].fillna(0) / 1e6, 0.4, hatch="//", fill=False,
+               edgecolor=[colors[t] for t in d["target_name"]], label="the database's own figure")
+        ax.legend(fontsize=7)
+    ax.set_xticks(list(x), labels, rotation=45, ha="right", fontsize=7)
     ax.set_ylabel("MB on disk")
     ax.set_title("Disk after load and compaction")
     ax.grid(axis="y", alpha=0.3)
-    return ("Disk size", "Allocated bytes of the data directory (or the database's own figure) after the load "
-            "was verified and compacted, per cell.", _png(fig))
+    return ("Disk size", "After the load was verified and compacted, per cell: the allocated bytes of the whole "
+            "data directory (WAL and catalogs included; solid) and the database's own figure for its data "
+            "(hatched).", _png(fig))
 
 
 def fig_latency(cells, queries):
@@ -222,7 +229,8 @@ def cells_table(cells) -> str:
         g = lambda k: getattr(c, k, None)  # noqa: E731
         status = html.escape(str(c.status))
         out.append("<tr>" + "".join(f"<td>{x}</td>" for x in [
-            c.cell, html.escape(f"{c.target_name} ({c.target})"), html.escape(_settings(c)),
+            c.cell, html.escape(c.target_name if c.target_name == c.target else f"{c.target_name} ({c.target})"),
+            html.escape(_settings(c)),
             f"<span class='{status}'>{status}</span>", _fmt(g("rows_per_s")), _fmt(g("values_per_s")),
             _fmt(g("mb_per_s"), ",.1f"), _fmt(_num(g("disk_bytes")) / 1e6, ",.1f"),
             html.escape(str(g("verified")) if g("verified") is not None else ""), _fmt(g("queries_run")),
@@ -317,9 +325,9 @@ def render(run_dir: str | pathlib.Path) -> str:
              f"{html.escape(m['run_id'])}</title><style>{CSS}</style></head><body>",
              f"<h1>{html.escape(m['experiment'])} <small>run {html.escape(m['run_id'])}</small></h1>",
              f"<p>{html.escape(m.get('config', {}).get('description', ''))}</p>",
-             f"<p>{m.get('cells', 0)} cells: <span class='ok'>{st.get('ok', 0)} ok</span>, "
-             f"<span class='failed'>{st.get('failed', 0)} failed</span>, "
-             f"<span class='interrupted'>{st.get('interrupted', 0)} interrupted</span>. "
+             f"<p>{m.get('cells', 0)} cells: " + ", ".join(
+                 f"<span class='{k}'>{st.get(k, 0)} {k}</span>" if st.get(k) else f"0 {k}"
+                 for k in ("ok", "failed", "interrupted")) + ". "
              f"Host: {html.escape(str(host.get('cpu_model', '')))}, {host.get('cores')} cores, "
              f"{_fmt((host.get('memory_bytes') or 0) / 2**30, '.1f')} GiB, kernel {html.escape(str(host.get('kernel')))}."
              f" tsbench {html.escape(str(m.get('tsbench')))} ({html.escape(str(m.get('git_revision') or 'no git')[:12])}).</p>"]

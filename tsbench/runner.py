@@ -178,7 +178,8 @@ class Runner:
                        backoffs=s["backoffs"], backoff_seconds=s["backoff_seconds"],
                        compact_seconds=s["compact_seconds"], verified=s["verify"]["ok"], counted=s["verify"]["counted"],
                        expected=s["verify"]["expected"], disk=json.dumps(s["disk"], sort_keys=True),
-                       disk_bytes=s["disk"].get("datadir_allocated_bytes") or max(s["disk"].values(), default=None))
+                       disk_bytes=s["disk"].get("datadir_allocated_bytes") or max(s["disk"].values(), default=None),
+                       disk_own_bytes=next((v for k, v in s["disk"].items() if k != "datadir_allocated_bytes"), None))
             self.say(f"loaded in {s['seconds']:.1f} s: {s['rows_per_s']:,.0f} rows/s, {s['values_per_s']:,.0f} values/s, "
                      f"{s['mb_per_s']:.1f} MB/s; verified {s['verify']['counted']:,} {res.count_unit}; "
                      f"disk {row['disk_bytes'] / 1e6 if row['disk_bytes'] else 0:,.1f} MB")

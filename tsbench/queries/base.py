@@ -54,7 +54,8 @@ class Answer:
     rows: list[tuple]
     nbytes: int | None = None    # response bytes on the wire (None: not measurable, e.g. in-process)
     ttfb: float | None = None    # seconds to the first byte of the response
-    seconds: float = 0.0
+    seconds: float = 0.0         # from sending the query to the answer's last byte (drivers: rows returned),
+    #                              before tsbench turns it into canonical rows; the recorded latency
     raw: Any = None              # the database's own response, for --print-responses
 
 
