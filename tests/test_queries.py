@@ -244,6 +244,25 @@ def test_cold_cache_restarts_the_server(pg, devops, specs, reference):
     assert (res.cache, bool(res.cache_note)) in (("cold", False), ("lukewarm", True))
 
 
+def test_cold_query_restarts_before_every_query(pg, devops, specs, reference, monkeypatch):
+    opts = {"database": "q_coldq"}
+    _load(pg.url, devops, opts)
+    some = [s for s in specs if s.type in ("max-cpu-1", "lastpoint")][:3]
+    restarts = []
+    real = pg.restart
+    monkeypatch.setattr(pg, "restart", lambda *a, **k: (restarts.append(pg.state.pid), real(*a, **k))[1])
+
+    async def go():
+        async with connect("postgres", pg.url, opts) as c:
+            await c.target.attach(devops.tables())
+            return await execute(c.target, some, ExecOptions(progress=False, cache="cold-query", count=2 * len(some)),
+                                 reference, server=pg)
+    res = asyncio.run(go())
+    assert len(restarts) == 2 * len(some) == len(set(restarts)) == len(res.records)     # a new server each time
+    assert all(r["status"] == "ok" for r in res.records) and all(v["ok"] for v in res.validation)
+    assert res.cache in ("cold-query", "lukewarm")
+
+
 def test_the_queries_file_gives_every_dialect_the_same_parameters(devops, specs):
     """InfluxQL, PromQL and SQL renderings of one drawn query name the same hosts and window."""
     from tsbench.queries.base import iso

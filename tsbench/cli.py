@@ -322,8 +322,9 @@ def _exec_options(f):
 @click.option("--duration", type=float, default=None, help="Or: seconds of measured queries.")
 @click.option("--burn-in", type=int, default=0, show_default=True, help="Queries run first and not counted.")
 @click.option("--rate", type=float, default=None, help="Fixed rate in queries/s; latency from the scheduled time.")
-@click.option("--cache", type=click.Choice(["warm", "cold"]), default="warm", show_default=True,
-              help="warm: a first pass is discarded; cold: restart the server and drop the page cache per pass.")
+@click.option("--cache", type=click.Choice(["warm", "cold", "cold-query"]), default="warm", show_default=True,
+              help="warm: a first pass is discarded; cold: restart the server and drop the page cache before "
+                   "each pass over the queries; cold-query: before every query.")
 @click.option("--no-validate", is_flag=True, help="Do not check answers against the reference engine.")
 @click.option("--print-responses", is_flag=True, help="Print every query and its answer.")
 def execute(queries_file, target_name, server, load_file, options, server_options, json_out, quiet, workers, count,

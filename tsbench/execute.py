@@ -6,7 +6,7 @@ from that scheduled time, so a slow server cannot hide its queueing. Burn-in
 queries are run but not counted. Cache modes: warm (a first pass over the
 file is run and discarded), cold (before each pass the server is restarted and
 the OS page cache dropped; where that is not possible the run is recorded as
-lukewarm with the reason). Every answer of a distinct query can be checked
+lukewarm with the reason), cold-query (the same before every query). Every answer of a distinct query can be checked
 against the reference engine (validate)."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class ExecOptions:
     duration: float | None = None    # or: seconds of measured queries
     burn_in: int = 0
     rate: float | None = None        # queries per second, all workers together
-    cache: str = "warm"              # warm | cold | none (validate: one pass, nothing discarded)
+    cache: str = "warm"              # warm | cold | cold-query | none (validate: one pass, nothing discarded)
     validate: bool = True
     rel_tol: float | None = None     # float tolerance (default: from the target's float_digits)
     print_responses: bool = False
@@ -46,8 +46,8 @@ class ExecOptions:
             raise UserError(f"--count: must be at least 1, got {self.count}")
         if self.rate is not None and self.rate <= 0:
             raise UserError(f"--rate: must be positive, got {self.rate}")
-        if self.cache not in ("warm", "cold", "none"):
-            raise UserError(f"--cache: warm or cold, got {self.cache!r}")
+        if self.cache not in ("warm", "cold", "cold-query", "none"):
+            raise UserError(f"--cache: warm, cold or cold-query, got {self.cache!r}")
 
 
 @dataclass
@@ -202,8 +202,11 @@ async def execute(target: Target, specs: list[QuerySpec], opts: ExecOptions, ref
     if opts.cache == "warm":
         await run_pass(runnable, False, None, None)
     seq = plan(measured)
+    cold = opts.cache in ("cold", "cold-query")
     if opts.cache == "cold":
         passes = max(1, -(-len(seq) // len(runnable)))
+    elif opts.cache == "cold-query":
+        passes = len(seq)               # every query meets a just-restarted server and an empty page cache
     sampler = _Sampler(res, len(seq), f"execute {res.target}", opts.progress)
     t0 = time.perf_counter()
     ticker = asyncio.create_task(sampler.run())
@@ -211,7 +214,7 @@ async def execute(target: Target, specs: list[QuerySpec], opts: ExecOptions, ref
         per = -(-len(seq) // passes)
         for k in range(passes):
             part = seq[k * per:(k + 1) * per]
-            if opts.cache == "cold":
+            if cold:
                 why = await _cold(target, server)
                 if why and why not in notes:
                     notes.append(why)
@@ -222,7 +225,7 @@ async def execute(target: Target, specs: list[QuerySpec], opts: ExecOptions, ref
         res.seconds = time.perf_counter() - t0
         sampler.sample()
         sampler.close()
-    if opts.cache == "cold" and notes:
+    if cold and notes:
         res.cache, res.cache_note = "lukewarm", "; ".join(notes)
     return res
 

@@ -64,7 +64,7 @@ class ExecuteDecl(_Strict):
     workers: int = Field(1, ge=1)
     count: int | None = Field(None, ge=1)
     burn_in: int = Field(0, ge=0)
-    cache: Literal["warm", "cold"] = "warm"
+    cache: Literal["warm", "cold", "cold-query"] = "warm"
 
 
 class Experiment(_Strict):
