@@ -170,3 +170,30 @@ def test_ctrl_c_keeps_finished_cells_and_stops_the_server(tmp_path):
     assert (run / "report.html").is_file()
     m = json.loads((run / "manifest.json").read_text())
     assert m["status"] == {"ok": 1, "failed": 0, "interrupted": 1}
+
+
+def test_a_cell_that_raises_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch):
+    """A database refusing mid-cell (Fatal outside the timed load, here in the count)
+    and a bug of ours (KeyError) each fail their cell only."""
+    from tsbench.targets.base import Fatal
+    from tsbench.targets.duckdb import DuckDBTarget
+
+    calls = []
+
+    async def count(self, tables):
+        calls.append(1)
+        if len(calls) == 1:
+            raise Fatal("duckdb: the server's own words")
+        if len(calls) == 2:
+            raise KeyError("oops")
+        return sum(self.con.execute(f'SELECT count(*) FROM "{t.name}"').fetchone()[0] for t in tables)
+
+    monkeypatch.setattr(DuckDBTarget, "count", count)
+    f = tmp_path / "e.yaml"
+    f.write_text("name: raises\ndatasets: {d: {use_case: cpu-only, scale: 2, end: '2016-01-01T00:10:00Z'}}\n"
+                 "targets: {duck: {target: duckdb}}\nphases: [generate, load]\nrepetitions: 3\n")
+    out = Runner(load_experiment(f), tmp_path / "r", quiet=True).run()
+    cells = pq.read_table(out / "cells.parquet").to_pylist()
+    assert [c["status"] for c in cells] == ["failed", "failed", "ok"]
+    assert cells[0]["reason"] == "duckdb: the server's own words"
+    assert cells[1]["reason"] == "internal error: KeyError: 'oops'" and cells[2]["verified"]

@@ -19,10 +19,12 @@ import platform
 import subprocess
 import sys
 import time
+import traceback
 
 from .errors import UserError
 from .experiment import Experiment, cells, describe_cell
 from .monitor import ResourceMonitor
+from .targets.base import Fatal, Retryable, Unsupported
 
 
 def _dataset_key(decl: dict, fmt: str) -> str:
@@ -94,9 +96,12 @@ class Runner:
                 except KeyboardInterrupt:
                     row.update(status="interrupted", reason="interrupted by the user (Ctrl-C)")
                     raise
-                except UserError as exc:
-                    row.update(status="failed", reason=str(exc))
-                    self.say(f"cell {c['id']} failed: {exc}")
+                except (UserError, Fatal, Retryable, Unsupported, OSError, asyncio.TimeoutError) as exc:
+                    row.update(status="failed", reason=str(exc) or type(exc).__name__)
+                    self.say(f"cell {c['id']} failed: {row['reason']}")
+                except Exception as exc:         # a bug of ours: recorded with its trace, and the run goes on
+                    row.update(status="failed", reason=f"internal error: {type(exc).__name__}: {exc}")
+                    self.say(f"cell {c['id']} failed: {row['reason']}\n{traceback.format_exc()}")
                 finally:
                     row["cell_seconds"] = round(time.perf_counter() - t0, 3)
         except KeyboardInterrupt:
