@@ -362,7 +362,9 @@ def text_summary(run_dir: str | pathlib.Path) -> str:
     """The cells as a plain-text table (printed after `run` and by `report`)."""
     frames, _ = read_run(run_dir)
     cells = frames["cells"]
-    head = f"{'cell':>4} {'target':<16} {'settings':<22} {'status':<11} {'rows/s':>10} {'values/s':>12} " \
+    sw = max([8] + [len(_settings(c)) for c in cells.itertuples()])
+    tw = max([6] + [len(str(c.target_name)) for c in cells.itertuples()])
+    head = f"{'cell':>4} {'target':<{tw}} {'settings':<{sw}} {'status':<11} {'rows/s':>10} {'values/s':>12} " \
            f"{'disk MB':>8} {'p50 ms':>8} {'p99 ms':>8} {'valid':>7}"
     out = [head]
     for c in cells.itertuples():
@@ -371,7 +373,7 @@ def text_summary(run_dir: str | pathlib.Path) -> str:
         if g("validated") is not None and not math.isnan(_num(g("validated"))):
             bad = _num(g("mismatches"))
             valid = f"{int(g('validated')) - (0 if math.isnan(bad) else int(bad))}/{int(g('validated'))}"
-        out.append(f"{c.cell:>4} {str(c.target_name)[:16]:<16} {_settings(c)[:22]:<22} {c.status:<11} "
+        out.append(f"{c.cell:>4} {str(c.target_name):<{tw}} {_settings(c):<{sw}} {c.status:<11} "
                    f"{_fmt(g('rows_per_s')):>10} {_fmt(g('values_per_s')):>12} "
                    f"{_fmt(_num(g('disk_bytes')) / 1e6, ',.1f'):>8} {_fmt(g('query_p50_ms'), ',.2f'):>8} "
                    f"{_fmt(g('query_p99_ms'), ',.2f'):>8} {valid:>7}")
