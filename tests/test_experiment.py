@@ -111,3 +111,16 @@ def test_schema_file_is_found_beside_the_experiment(tmp_path):
                          "targets: {a: {target: duckdb}}\n")
     with pytest.raises(UserError, match=r"e\.yaml:2: datasets\.c\.schema_file: no such file"):
         load_experiment(f)
+
+
+def test_query_cells_pick_where_the_query_phases_run(tmp_path):
+    f = _write(tmp_path, GOOD.replace("repetitions: 2", "query_cells:\n  - {load.workers: 2, target: influx}\n"
+                                                       "  - {target: pg-btree, load.workers: 1}"))
+    cs = cells(load_experiment(f))
+    here = {(c["target_name"], c["knobs"]["load.workers"]) for c in cs if c["queries_here"]}
+    assert here == {("influx", 2), ("pg-btree", 1)} and len(cs) == 20
+    assert sum(c["queries_here"] for c in cs) == 2 + 4          # x 2 datasets (x 2 tag layouts for pg)
+    assert describe_cell(next(c for c in cs if not c["queries_here"])).endswith("(no query phases here)")
+    f = _write(tmp_path, GOOD.replace("repetitions: 2", "query_cells: [{load.wrkers: 2}]"))
+    with pytest.raises(UserError, match=r"e\.yaml:14: query_cells\[0\]\.load\.wrkers: unknown knob"):
+        load_experiment(f)

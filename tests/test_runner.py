@@ -197,3 +197,15 @@ def test_a_cell_that_raises_is_recorded_and_the_run_goes_on(tmp_path, monkeypatc
     assert [c["status"] for c in cells] == ["failed", "failed", "ok"]
     assert cells[0]["reason"] == "duckdb: the server's own words"
     assert cells[1]["reason"] == "internal error: KeyError: 'oops'" and cells[2]["verified"]
+
+
+def test_query_phases_run_only_in_the_query_cells(tmp_path):
+    f = tmp_path / "e.yaml"
+    f.write_text("name: qc\ndatasets: {d: {use_case: cpu-only, scale: 2, end: '2016-01-01T01:00:00Z'}}\n"
+                 "targets: {duck: {target: duckdb}}\nqueries: {types: [max-cpu-1], count: 2}\n"
+                 "matrix: {load.workers: [1, 2]}\nquery_cells: [{load.workers: 2}]\n")
+    out = Runner(load_experiment(f), tmp_path / "r", quiet=True).run()
+    cells = pq.read_table(out / "cells.parquet").to_pylist()
+    assert [(c["workers"], c["status"], c["verified"], c["queries_run"]) for c in cells] == \
+        [(1, "ok", True, None), (2, "ok", True, 2)]
+    assert {q["cell"] for q in pq.read_table(out / "queries.parquet").to_pylist()} == {1}

@@ -1,7 +1,8 @@
 """An experiment file (all phases): YAML, checked with pydantic, naming the
 datasets, the targets (server local or a URL, their options), the phases to run,
 each phase's settings, and a `matrix:` of knobs expanded as a cartesian product
-(minus `exclude:` entries) times `repetitions`. A bad file is reported in one
+(minus `exclude:` entries) times `repetitions`; `query_cells:` picks the cells
+that run the query phases (default: all). A bad file is reported in one
 line naming the file, the line and the field, and what is allowed.
 
 Matrix keys are dotted paths into a cell's settings: `dataset` and `target`
@@ -80,6 +81,9 @@ class Experiment(_Strict):
     execute: ExecuteDecl = ExecuteDecl()
     matrix: dict[str, list[Any]] = {}
     exclude: list[dict[str, Any]] = []
+    # the query phases (queries, execute, validate) run only in the cells matching one of
+    # these (e.g. [{load.workers: 4}]: query each loaded database once); default: every cell
+    query_cells: list[dict[str, Any]] = []
     repetitions: int = Field(1, ge=1)
 
     @field_validator("datasets", "targets")
@@ -196,10 +200,11 @@ def _check_names(p: pathlib.Path, exp: Experiment, lines: dict) -> None:
             if v not in decls:
                 raise UserError(f"{p}:{lines.get(('matrix', name_key), 1)}: matrix.{name_key}: {v!r} is not "
                                 f"declared under {name_key}s: (declared: {', '.join(decls)})")
-    for i, ex in enumerate(exp.exclude):
-        for k in ex:
-            if not _known_knob(k):
-                raise UserError(f"{p}:{lines.get(('exclude', i), 1)}: exclude[{i}].{k}: unknown knob")
+    for key in ("exclude", "query_cells"):
+        for i, ex in enumerate(getattr(exp, key)):
+            for k in ex:
+                if not _known_knob(k):
+                    raise UserError(f"{p}:{lines.get((key, i), 1)}: {key}[{i}].{k}: unknown knob")
 
 
 def _known_knob(k: str) -> bool:
@@ -237,6 +242,8 @@ def cells(exp: Experiment) -> list[dict]:
                 node[last] = v
             out.append({"id": len(out), "dataset_name": knobs["dataset"], "target_name": knobs["target"],
                         "knobs": {k: v for k, v in knobs.items() if k not in ("dataset", "target")},
+                        "queries_here": not exp.query_cells or any(all(knobs.get(k) == v for k, v in m.items())
+                                                                   for m in exp.query_cells),
                         "repetition": rep, **cell})
     if not out:
         raise UserError("the matrix has no cells left (every combination is excluded)")
@@ -246,4 +253,6 @@ def cells(exp: Experiment) -> list[dict]:
 def describe_cell(c: dict) -> str:
     knobs = " ".join(f"{k}={v}" for k, v in c["knobs"].items())
     rep = f" rep {c['repetition'] + 1}" if c["repetition"] else ""
-    return f"cell {c['id']}: {c['dataset_name']} -> {c['target_name']} ({c['target']['target']}){rep} {knobs}".rstrip()
+    where = "" if c.get("queries_here", True) else " (no query phases here)"
+    return (f"cell {c['id']}: {c['dataset_name']} -> {c['target_name']} ({c['target']['target']}){rep} "
+            f"{knobs}".rstrip() + where)

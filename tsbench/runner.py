@@ -188,7 +188,7 @@ class Runner:
             self.say(f"loaded in {s['seconds']:.1f} s: {s['rows_per_s']:,.0f} rows/s, {s['values_per_s']:,.0f} values/s, "
                      f"{s['mb_per_s']:.1f} MB/s; verified {s['verify']['counted']:,} {res.count_unit}; "
                      f"disk {row['disk_bytes'] / 1e6 if row['disk_bytes'] else 0:,.1f} MB")
-        if phases & {"queries", "execute", "validate"}:
+        if phases & {"queries", "execute", "validate"} and c["queries_here"]:
             mon.phase = "queries"
             ds = df.dataset
             q = c["queries"]
