@@ -31,10 +31,21 @@ def read_run(run_dir: str | pathlib.Path) -> tuple[dict, dict]:
     for name in TABLES:
         p = d / f"{name}.parquet"
         frames[name] = pd.read_parquet(p) if p.is_file() else pd.DataFrame()
+    cells = frames["cells"]
+    if not cells.empty:                  # what sets a cell apart, for labels: its knobs (and dataset)
+        several = cells["dataset"].nunique() > 1
+        frames["cells"] = cells.assign(settings=[
+            " ".join(([f"dataset={c.dataset}"] if several else []) + ([_knobs(c)] if _knobs(c) else []))
+            for c in cells.itertuples()])
     return frames, manifest
 
 
 def _settings(cell) -> str:
+    """What sets a cell apart from the others of its target, e.g. "workers=2 batch_size=5000"."""
+    return getattr(cell, "settings", None) or _knobs(cell)
+
+
+def _knobs(cell) -> str:
     """A cell's matrix knobs (other than the target), e.g. "workers=2 batch_size=5000"."""
     knobs = json.loads(cell.knobs) if isinstance(cell.knobs, str) else {}
     parts = [f"{k.split('.')[-1]}={v}" for k, v in knobs.items() if k != "target"]
@@ -223,7 +234,7 @@ def _fmt(v, spec=",.0f") -> str:
 
 def cells_table(cells) -> str:
     head = ["cell", "target", "settings", "status", "rows/s", "values/s", "MB/s", "disk MB", "verified",
-            "queries", "p50 ms", "p99 ms", "mismatches", "server's words"]
+            "server peak RSS MiB", "queries", "p50 ms", "p99 ms", "mismatches", "server's words"]
     out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for c in cells.itertuples():
         g = lambda k: getattr(c, k, None)  # noqa: E731
@@ -233,7 +244,8 @@ def cells_table(cells) -> str:
             html.escape(_settings(c)),
             f"<span class='{status}'>{status}</span>", _fmt(g("rows_per_s")), _fmt(g("values_per_s")),
             _fmt(g("mb_per_s"), ",.1f"), _fmt(_num(g("disk_bytes")) / 1e6, ",.1f"),
-            html.escape(str(g("verified")) if g("verified") is not None else ""), _fmt(g("queries_run")),
+            html.escape(str(g("verified")) if g("verified") is not None else ""),
+            _fmt(_num(g("server_rss_peak_bytes")) / 2**20, ",.0f"), _fmt(g("queries_run")),
             _fmt(g("query_p50_ms"), ",.2f"), _fmt(g("query_p99_ms"), ",.2f"), _fmt(g("mismatches")),
             html.escape(str(c.reason or ""))[:600]]) + "</tr>")
     return "\n".join(out + ["</table>"])
@@ -359,13 +371,14 @@ def render(run_dir: str | pathlib.Path) -> str:
 
 
 def text_summary(run_dir: str | pathlib.Path) -> str:
-    """The cells as a plain-text table (printed after `run` and by `report`)."""
+    """The cells as a plain-text table (printed after `run` and by `report`); RSS is the
+    server's peak."""
     frames, _ = read_run(run_dir)
     cells = frames["cells"]
     sw = max([8] + [len(_settings(c)) for c in cells.itertuples()])
     tw = max([6] + [len(str(c.target_name)) for c in cells.itertuples()])
     head = f"{'cell':>4} {'target':<{tw}} {'settings':<{sw}} {'status':<11} {'rows/s':>10} {'values/s':>12} " \
-           f"{'disk MB':>8} {'p50 ms':>8} {'p99 ms':>8} {'valid':>7}"
+           f"{'disk MB':>8} {'RSS MiB':>8} {'p50 ms':>8} {'p99 ms':>8} {'valid':>7}"
     out = [head]
     for c in cells.itertuples():
         g = lambda k: getattr(c, k, None)  # noqa: E731
@@ -375,7 +388,8 @@ def text_summary(run_dir: str | pathlib.Path) -> str:
             valid = f"{int(g('validated')) - (0 if math.isnan(bad) else int(bad))}/{int(g('validated'))}"
         out.append(f"{c.cell:>4} {str(c.target_name):<{tw}} {_settings(c):<{sw}} {c.status:<11} "
                    f"{_fmt(g('rows_per_s')):>10} {_fmt(g('values_per_s')):>12} "
-                   f"{_fmt(_num(g('disk_bytes')) / 1e6, ',.1f'):>8} {_fmt(g('query_p50_ms'), ',.2f'):>8} "
+                   f"{_fmt(_num(g('disk_bytes')) / 1e6, ',.1f'):>8} "
+                   f"{_fmt(_num(g('server_rss_peak_bytes')) / 2**20, ',.0f'):>8} {_fmt(g('query_p50_ms'), ',.2f'):>8} "
                    f"{_fmt(g('query_p99_ms'), ',.2f'):>8} {valid:>7}")
         if c.status != "ok":
             out.append(f"{'':>4} {c.status}: {str(c.reason)[:300]}")
