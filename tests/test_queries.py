@@ -223,44 +223,39 @@ def test_cli_generate_execute_validate(devops, tmp_path):
     assert "validated 26/26" in p.stderr.decode()
 
 
-def test_cold_cache_restarts_the_server(pg, devops, specs, reference):
-    from tsbench.servers.base import pid_alive
-
-    opts = {"database": "q_cold"}
+def _execute_cold(pg, devops, reference, some, database: str, cache: str):
+    """Load into a fresh database of the session's PostgreSQL and run `some` twice with a cold cache mode."""
+    opts = {"database": database}
     _load(pg.url, devops, opts)
-    some = [s for s in specs if s.type in ("max-cpu-1", "lastpoint")]
-    before = pg.state.pid
 
     async def go():
         async with connect("postgres", pg.url, opts) as c:
             await c.target.attach(devops.tables())
-            return await execute(c.target, some, ExecOptions(progress=False, cache="cold", count=2 * len(some)),
+            return await execute(c.target, some, ExecOptions(progress=False, cache=cache, count=2 * len(some)),
                                  reference, server=pg)
     res = asyncio.run(go())
-    assert pg.state.pid != before and not pid_alive(before) and pid_alive(pg.state.pid)
     assert len(res.records) == 2 * len(some) and all(r["status"] == "ok" for r in res.records)
     assert all(v["ok"] for v in res.validation)
     # cold where the page cache could be dropped, else lukewarm with the reason
-    assert (res.cache, bool(res.cache_note)) in (("cold", False), ("lukewarm", True))
+    assert (res.cache, bool(res.cache_note)) in ((cache, False), ("lukewarm", True))
+    return res
+
+
+def test_cold_cache_restarts_the_server(pg, devops, specs, reference):
+    from tsbench.servers.base import pid_alive
+
+    before = pg.state.pid
+    _execute_cold(pg, devops, reference, [s for s in specs if s.type in ("max-cpu-1", "lastpoint")], "q_cold", "cold")
+    assert pg.state.pid != before and not pid_alive(before) and pid_alive(pg.state.pid)
 
 
 def test_cold_query_restarts_before_every_query(pg, devops, specs, reference, monkeypatch):
-    opts = {"database": "q_coldq"}
-    _load(pg.url, devops, opts)
     some = [s for s in specs if s.type in ("max-cpu-1", "lastpoint")][:3]
     restarts = []
     real = pg.restart
     monkeypatch.setattr(pg, "restart", lambda *a, **k: (restarts.append(pg.state.pid), real(*a, **k))[1])
-
-    async def go():
-        async with connect("postgres", pg.url, opts) as c:
-            await c.target.attach(devops.tables())
-            return await execute(c.target, some, ExecOptions(progress=False, cache="cold-query", count=2 * len(some)),
-                                 reference, server=pg)
-    res = asyncio.run(go())
+    res = _execute_cold(pg, devops, reference, some, "q_coldq", "cold-query")
     assert len(restarts) == 2 * len(some) == len(set(restarts)) == len(res.records)     # a new server each time
-    assert all(r["status"] == "ok" for r in res.records) and all(v["ok"] for v in res.validation)
-    assert res.cache in ("cold-query", "lukewarm")
 
 
 def test_the_queries_file_gives_every_dialect_the_same_parameters(devops, specs):
