@@ -209,3 +209,17 @@ def test_query_phases_run_only_in_the_query_cells(tmp_path):
     assert [(c["workers"], c["status"], c["verified"], c["queries_run"]) for c in cells] == \
         [(1, "ok", True, None), (2, "ok", True, 2)]
     assert {q["cell"] for q in pq.read_table(out / "queries.parquet").to_pylist()} == {1}
+
+
+def test_no_report_then_report_command(tmp_path):
+    f = tmp_path / "e.yaml"
+    f.write_text("name: nr\ndatasets: {d: {use_case: cpu-only, scale: 2, end: '2016-01-01T00:10:00Z'}}\n"
+                 "targets: {duck: {target: duckdb}}\nphases: [generate, load]\n")
+    p = run_cli("run", str(f), "--results", str(tmp_path / "r"), "--no-report", "-q")
+    run = next((tmp_path / "r" / "nr").glob("2*"))
+    assert not (run / "report.html").exists() and f"results: {run}" in p.stderr.decode()
+    assert re.search(r"^ +0 duck +ok +[\d,]+ ", p.stderr.decode(), re.M)       # the summary table
+    run_cli("report", str(run), "-o", str(tmp_path / "x.html"))
+    assert "<h1>nr <small>run" in (tmp_path / "x.html").read_text()
+    bad = run_cli("report", str(tmp_path), check=False)
+    assert bad.returncode != 0 and "not a run folder" in bad.stderr.decode()
