@@ -8,3 +8,11 @@ class UserError(Exception):
 class ServerError(UserError):
     """A server tsbench runs could not be installed, started or reached; the text
     carries the server's own words (the tail of its log or its answer)."""
+
+
+def yaml_error(path, exc: Exception) -> UserError:
+    """A YAML file that does not parse, as one line: `FILE:LINE: not valid YAML (problem, line L column C)`."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f":{mark.line + 1}" if mark else ""
+    at = f", line {mark.line + 1} column {mark.column + 1}" if mark else ""
+    return UserError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', None) or exc}{at})")

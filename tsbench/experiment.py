@@ -21,7 +21,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .errors import UserError
+from .errors import UserError, yaml_error
 
 PHASES = ("generate", "load", "queries", "execute", "validate")
 
@@ -132,9 +132,7 @@ def load_experiment(path: str | pathlib.Path) -> Experiment:
         node = yaml.compose(text)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark else ""
-        raise UserError(f"{p}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        raise yaml_error(p, exc) from None
     if not isinstance(data, dict):
         raise UserError(f"{p}: an experiment file is a mapping (name:, datasets:, targets:, ...)")
     lines = _lines(node) if node is not None else {}

@@ -13,7 +13,7 @@ from typing import Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field as PField, ValidationError
 
-from ..errors import UserError
+from ..errors import UserError, yaml_error
 from ..schema import (EVO, Dist, Faults, Field, Init, Schema, Series, Tag, choice_by_tag, choice_tag,
                       init_by_tag, init_choice, init_const, init_uniform, INIT_DRAW, parse_template)
 from ..timeutil import parse_duration
@@ -218,9 +218,7 @@ def load_schema_file(path: str | pathlib.Path) -> SchemaSpec:
     except FileNotFoundError:
         raise UserError(f"--schema: no such file {str(p)!r}") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark else ""
-        raise UserError(f"{p}:{line}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        raise yaml_error(p, exc) from None
     if not isinstance(raw, dict):
         raise UserError(f"{p}: expected a mapping with name and measurements")
     try:
