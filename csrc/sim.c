@@ -345,18 +345,18 @@ static fate entry_fate(const ts_sim *sim, int64_t el, int32_t s, int64_t t)
     uint64_t gk = ts_stream_key(sim->seed, entity, s, TS_SLOT_FAULT_GROUP);
     uint64_t ek = ts_stream_key(sim->seed, entity, s, TS_SLOT_FAULT);
     uint64_t g = (uint64_t)(t / fa->group_size), ut = (uint64_t)t;
-    if (ts_u01(ts_draw(gk, g, 0)) < fa->group_drop || ts_u01(ts_draw(ek, ut, 0)) < fa->entry_missing) {
+    if (ts_u01(ts_draw(gk, g, 0)) < fa->group_drop || ts_u01(ts_draw(ek, ut, 0)) < fa->missing) {
         r.deliver = 0;
         return r;
     }
     if (ts_u01(ts_draw(gk, g, 1)) < fa->group_late)
         r.delay = fa->group_size;
-    else if (fa->max_delay > 0 && ts_u01(ts_draw(ek, ut, 1)) < fa->entry_late)
+    else if (fa->max_delay > 0 && ts_u01(ts_draw(ek, ut, 1)) < fa->late)
         r.delay = 1 + (int64_t)(ts_draw(ek, ut, 2) % (uint64_t)fa->max_delay);
     const ts_series *se = &sim->series[s];
     int32_t visible = 0;
     for (int32_t f = 0; f < se->n_fields; f++) visible += !sim->fields[se->first_field + f].hidden;
-    if (visible > 1 && ts_u01(ts_draw(ek, ut, 3)) < fa->field_null) {
+    if (visible > 1 && ts_u01(ts_draw(ek, ut, 3)) < fa->null_field) {
         int32_t k = (int32_t)(ts_draw(ek, ut, 4) % (uint64_t)visible);
         for (int32_t f = 0; f < se->n_fields; f++) {
             if (sim->fields[se->first_field + f].hidden) continue;
@@ -364,7 +364,7 @@ static fate entry_fate(const ts_sim *sim, int64_t el, int32_t s, int64_t t)
         }
     }
     int32_t ntags = ts_series_ntags(sim, s);
-    if (ntags > 1 && ts_u01(ts_draw(ek, ut, 5)) < fa->tag_null)
+    if (ntags > 1 && ts_u01(ts_draw(ek, ut, 5)) < fa->null_tag)
         r.null_tag = 1 + (int32_t)(ts_draw(ek, ut, 6) % (uint64_t)(ntags - 1));
     return r;
 }
@@ -446,8 +446,8 @@ ts_sim *ts_sim_new(const ts_schema *sc, uint64_t seed, int64_t entity_lo, int64_
     sim->itable = dup_array(sc->itable, (size_t)sc->n_itable, sizeof(int32_t));
     sim->faults = sc->faults;
     const ts_faults *fa = &sc->faults;
-    sim->has_faults = fa->group_drop > 0 || fa->group_late > 0 || fa->entry_missing > 0 ||
-                      fa->entry_late > 0 || fa->field_null > 0 || fa->tag_null > 0;
+    sim->has_faults = fa->group_drop > 0 || fa->group_late > 0 || fa->missing > 0 ||
+                      fa->late > 0 || fa->null_field > 0 || fa->null_tag > 0;
     if (sim->has_faults && sim->faults.group_size < 1) sim->faults.group_size = 1;
 
     sim->seed = seed;
@@ -473,7 +473,7 @@ ts_sim *ts_sim_new(const ts_schema *sc, uint64_t seed, int64_t entity_lo, int64_
     int64_t late_max = 0;
     if (sim->has_faults) {
         if (fa->group_late > 0) late_max = sim->faults.group_size;
-        if (fa->entry_late > 0 && fa->max_delay > late_max) late_max = fa->max_delay;
+        if (fa->late > 0 && fa->max_delay > late_max) late_max = fa->max_delay;
     }
     sim->total_epochs = epochs + (epochs > 0 ? late_max : 0);
     if (ok && late_max > 0) {

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 /* CDEF BEGIN */
-#define TS_API_VERSION 2
+#define TS_API_VERSION 3
 
 /* step distributions: normal(mean=a, sd=b) | uniform[a, b) | constant a */
 enum { TS_DIST_NORMAL = 0, TS_DIST_UNIFORM = 1, TS_DIST_CONST = 2 };
@@ -95,15 +95,18 @@ typedef struct ts_series {
                                       the schema's n_entity_tags entity tags */
 } ts_series;
 
-/* imperfect delivery (iot); all probabilities 0 = perfect data */
+/* imperfect delivery (iot, custom schemas): one field per entry of
+ * tsbench.schema.FAULT_SETTINGS, the definition of their names, order, types
+ * (int: int32_t, float: double), defaults and ranges (tests/test_native.py
+ * checks). All probabilities 0 = perfect data. */
 typedef struct ts_faults {
     int32_t group_size;    /* each (entity, series) stream is cut into groups of this many epochs */
     double group_drop;     /* per group: every entry dropped */
     double group_late;     /* per group: every entry delivered group_size epochs late */
-    double entry_missing;  /* per entry: not delivered */
-    double entry_late;     /* per entry: delivered 1..max_delay epochs late */
-    double field_null;     /* per entry: one field (not the only one) is null */
-    double tag_null;       /* per entry: one tag (never the first) is null */
+    double missing;        /* per entry: not delivered */
+    double late;           /* per entry: delivered 1..max_delay epochs late */
+    double null_field;     /* per entry: one field (not the only one) is null */
+    double null_tag;       /* per entry: one tag (never the first) is null */
     int32_t max_delay;
 } ts_faults;
 

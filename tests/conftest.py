@@ -142,7 +142,7 @@ def tshome():
     """A tsbench home of the test session's own (server instances, state files), sharing
     the installed binaries, so tests never meet a server a user left running. Set as
     $TSBENCH_HOME for the whole session."""
-    from tsbench.servers.base import home
+    from tsbench.databases.server import home
 
     d = tempfile.mkdtemp(prefix="tsbench-home-")     # not under pytest's 0700 tree: postgres must reach it
     real = home()
@@ -162,10 +162,10 @@ def tshome():
 def local_server(kind: str, **options):
     """A real server of `kind` started by tsbench in a temporary instance dir under /tmp
     (reachable by servers that drop privileges, unlike pytest's 0700 tree), stopped after."""
-    from tsbench import servers
+    from tsbench import databases
 
     d = tempfile.mkdtemp(prefix=f"tsbench-{kind}-")
-    srv = servers.get(kind)(name=f"test-{kind}-{os.getpid()}-{os.path.basename(d)}", instance_dir=d,
+    srv = databases.server_class(kind)(name=f"test-{kind}-{os.getpid()}-{os.path.basename(d)}", instance_dir=d,
                             options=options)
     srv.start()
     try:

@@ -1,8 +1,10 @@
-"""Experiment files: the pydantic model, matrix expansion with exclusions and
-repetitions, the JSON Schema, and one-line errors naming file, line and field."""
+"""Experiment files: the pydantic model, matrix expansion into typed cells with
+exclusions and repetitions, every cell checked before anything runs, the JSON
+Schema, and one-line errors naming file, line, field and value."""
 
 from __future__ import annotations
 
+import ast
 import json
 import pathlib
 import re
@@ -10,7 +12,8 @@ import re
 import pytest
 
 from tsbench.errors import UserError
-from tsbench.experiment import cells, describe_cell, load_experiment
+from tsbench import experiment
+from tsbench.experiment import Cell, cells, describe_cell, load_experiment
 
 from conftest import run_cli
 
@@ -25,9 +28,9 @@ targets:
   pg-brin: {target: postgres, options: {index: brin}}
 matrix:
   load.workers: [1, 2]
-  target.options.tags: [table, inline]
+  target.options.database: [one, two]
 exclude:
-  - {target: influx, target.options.tags: inline}
+  - {target: influx, target.options.database: two}
 repetitions: 2
 """
 
@@ -41,15 +44,18 @@ def _write(tmp_path, text: str):
 def test_matrix_expansion(tmp_path):
     exp = load_experiment(_write(tmp_path, GOOD))
     cs = cells(exp)
-    # 2 workers x 2 tags x 2 datasets x 3 targets, minus influx x inline (2 x 2), times 2 repetitions
+    # 2 workers x 2 databases x 2 datasets x 3 targets, minus influx x two (2 x 2), times 2 repetitions
     assert len(cs) == (2 * 2 * 2 * 3 - 2 * 2) * 2
-    assert all(not (c["target_name"] == "influx" and c["target"]["options"].get("tags") == "inline") for c in cs)
-    brin = [c for c in cs if c["target_name"] == "pg-brin"]
-    assert {c["target"]["options"]["index"] for c in brin} == {"brin"}            # declared options kept
-    assert {c["target"]["options"]["tags"] for c in brin} == {"table", "inline"}   # and the knob set
-    assert {c["load"]["workers"] for c in cs} == {1, 2} and all(c["load"]["batch_size"] == 10_000 for c in cs)
-    assert {c["repetition"] for c in cs} == {0, 1} and [c["id"] for c in cs] == list(range(len(cs)))
-    assert cs[0]["dataset"]["seed"] == 123 and "d10 -> influx (influx)" in describe_cell(cs[0])
+    assert all(isinstance(c, Cell) for c in cs) and exp.cells == cs
+    assert all(not (c.target_name == "influx" and c.target.options["database"] == "two") for c in cs)
+    brin = [c for c in cs if c.target_name == "pg-brin"]
+    assert {c.target.options["index"] for c in brin} == {"brin"}            # declared options kept
+    assert {c.target.options["database"] for c in brin} == {"one", "two"}   # and the knob set
+    assert {c.load.workers for c in cs} == {1, 2} and all(c.load.batch_size == 10_000 for c in cs)
+    assert {c.repetition for c in cs} == {0, 1} and [c.id for c in cs] == list(range(len(cs)))
+    assert cs[0].dataset.seed == 123 and "d10 -> influx (influx)" in describe_cell(cs[0])
+    assert cs[0].dataset.model_dump()["use_case"] == "devops" and cs[0].execute.cache == "warm"
+    assert cs[0].target is not cs[1].target          # each cell its own settings (repetitions too)
 
 
 def test_schema_command_prints_the_json_schema():
@@ -72,6 +78,8 @@ def test_schema_command_prints_the_json_schema():
      r"e\.yaml:7: targets\.pg-btree\.colour: unknown key \(allowed: target, server, options"),
     ("name: x\ndatasets: {}\ntargets: {a: {target: duckdb}}\n", r"e\.yaml:2: datasets: .*at least one"),
     ("name: [unclosed\n", r"e\.yaml:\d+: not valid YAML"),
+    (GOOD.replace("database: [one, two]", "tags: [table, inline]"),     # influx has no tags option
+     r"e\.yaml:11: matrix\.target\.options\.tags: 'table': target influx: option tags: Extra inputs are not"),
 ])
 def test_bad_files_give_one_line(tmp_path, text, pattern):
     f = _write(tmp_path, text)
@@ -88,7 +96,7 @@ SHIPPED = {"devops100": 12, "batch-workers": 24, "cardinality": 6, "pg-vs-influx
 def test_shipped_experiments_are_valid(name, n):
     """Each shipped experiment loads, every dataset resolves, every target takes its
     options, and --dry-run lists its cells (running them is the README's job)."""
-    from tsbench import targets
+    from tsbench.databases import target_class
     from tsbench.dataset import DatasetSpec, resolve
 
     path = pathlib.Path(__file__).resolve().parent.parent / "experiments" / f"{name}.yaml"
@@ -97,7 +105,7 @@ def test_shipped_experiments_are_valid(name, n):
     for d in exp.datasets.values():
         assert resolve(DatasetSpec(**d.model_dump())).epochs > 0
     for t in exp.targets.values():
-        targets.get(t.target).parse_options(t.options)
+        target_class(t.target).parse_options(t.options)
     out = run_cli("run", str(path), "--dry-run")
     assert len(out.stdout.decode().splitlines()) == n
 
@@ -117,10 +125,82 @@ def test_query_cells_pick_where_the_query_phases_run(tmp_path):
     f = _write(tmp_path, GOOD.replace("repetitions: 2", "query_cells:\n  - {load.workers: 2, target: influx}\n"
                                                        "  - {target: pg-btree, load.workers: 1}"))
     cs = cells(load_experiment(f))
-    here = {(c["target_name"], c["knobs"]["load.workers"]) for c in cs if c["queries_here"]}
+    here = {(c.target_name, c.knobs["load.workers"]) for c in cs if c.queries_here}
     assert here == {("influx", 2), ("pg-btree", 1)} and len(cs) == 20
-    assert sum(c["queries_here"] for c in cs) == 2 + 4          # x 2 datasets (x 2 tag layouts for pg)
-    assert describe_cell(next(c for c in cs if not c["queries_here"])).endswith("(no query phases here)")
+    assert sum(c.queries_here for c in cs) == 2 + 4          # x 2 datasets (x 2 databases for pg)
+    assert describe_cell(next(c for c in cs if not c.queries_here)).endswith("(no query phases here)")
     f = _write(tmp_path, GOOD.replace("repetitions: 2", "query_cells: [{load.wrkers: 2}]"))
     with pytest.raises(UserError, match=r"e\.yaml:14: query_cells\[0\]\.load\.wrkers: unknown knob"):
         load_experiment(f)
+
+
+BAD_CELLS = """\
+name: bad
+datasets:
+  d: {use_case: devops, scale: 2, end: "2016-01-01T01:00:00Z"}
+targets:
+  vm: {target: victoriametrics}
+  pg: {target: postgres, options: {index: brin}}
+matrix:
+  KNOB: [VALUES]
+"""
+
+
+@pytest.mark.parametrize("knob,values,pattern", [
+    ("execute.cache", "warm, bogus", r"matrix\.execute\.cache: 'bogus': Input should be 'warm', 'cold' or 'cold-query'"),
+    ("load.workers", "2, 0", r"matrix\.load\.workers: 0: Input should be greater than or equal to 1"),
+    ("target.options.nosuch", "1", r"matrix\.target\.options\.nosuch: 1: target victoriametrics: option nosuch: "
+                                   r"Extra inputs are not permitted \(options: "),
+    ("target.server_options.nosuch", "1", r"matrix\.target\.server_options\.nosuch: 1: server victoriametrics: "
+                                          r"unknown option 'nosuch' \(options: version\)"),
+])
+def test_bad_matrix_values_fail_the_dry_run_in_one_line(tmp_path, knob, values, pattern):
+    """A matrix value the cell's settings, its target or its local server refuse stops
+    `run --dry-run` (nothing runs) with one line naming the file, the matrix key's line
+    and the value."""
+    f = _write(tmp_path, BAD_CELLS.replace("KNOB", knob).replace("VALUES", values))
+    p = run_cli("run", str(f), "--dry-run", check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 2 and p.stdout == b"", err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert re.fullmatch(rf"tsbench: error: {re.escape(str(f))}:8: {pattern}.*\n", err), err
+
+
+@pytest.mark.parametrize("target,pattern", [
+    ("{target: postgres, options: {index: bogus}}",
+     r"e\.yaml:6: targets\.pg\.options\.index: 'bogus': target postgres: option index: Input should be"),
+    ("{target: postgres, server_options: {durable: maybe}}",
+     r"e\.yaml:6: targets\.pg\.server_options\.durable: 'maybe': server postgres: option durable: expected true"),
+    ("\n    target: postgres\n    options:\n      index: brin\n      colour: red",
+     r"e\.yaml:10: targets\.pg\.options\.colour: 'red': target postgres: option colour: Extra inputs"),
+])
+def test_declared_target_options_are_checked(tmp_path, target, pattern):
+    """Declared options are checked by the target and the server too, blamed on the option's line."""
+    f = _write(tmp_path, BAD_CELLS.replace("{target: postgres, options: {index: brin}}", target)
+               .replace("KNOB: [VALUES]", "load.workers: [1]"))
+    with pytest.raises(UserError) as ei:
+        load_experiment(f)
+    assert "\n" not in str(ei.value) and re.search(pattern, str(ei.value)), str(ei.value)
+
+
+def test_server_options_of_a_remote_target_are_not_a_local_servers(tmp_path):
+    """server: URL runs no server, so no server class judges server_options."""
+    f = _write(tmp_path, BAD_CELLS.replace("{target: victoriametrics}",
+                                           "{target: victoriametrics, server: 'http://127.0.0.1:1'}")
+               .replace("KNOB: [VALUES]", "target: [vm]\n  target.server_options.nosuch: [1]"))
+    cs = cells(load_experiment(f))
+    assert [c.target.server_options for c in cs] == [{"nosuch": 1}]
+
+
+def test_cells_of_an_experiment_built_in_code():
+    exp = experiment.Experiment(name="x", datasets={"d": {"scale": 2}}, targets={"n": {"target": "null"}},
+                                matrix={"load.workers": [1, 0]})
+    with pytest.raises(UserError, match=r"^experiment x: matrix\.load\.workers: 0: Input should be greater"):
+        cells(exp)
+
+
+def test_functions_are_short():
+    tree = ast.parse(pathlib.Path(experiment.__file__).read_text())
+    long = {n.name: n.end_lineno - n.lineno + 1 for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno >= 60}
+    assert not long, long

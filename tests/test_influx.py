@@ -14,11 +14,11 @@ import pytest
 from conftest import generator_series, local_server, run_cli
 
 from tsbench.datafile import open_datafile
-from tsbench.errors import UserError
-from tsbench.servers.base import free_port
-from tsbench.servers.influx import InfluxServer
-from tsbench.targets.base import Batch, Fatal, Retryable
-from tsbench.targets.influx import InfluxTarget
+from tsbench.databases.influx.load import InfluxTarget
+from tsbench.databases.influx.server import InfluxServer
+from tsbench.databases.server import free_port
+from tsbench.errors import Fatal, Retryable, UserError
+from tsbench.model import Batch
 
 END = "2016-01-01T02:00:00Z"
 
@@ -118,32 +118,8 @@ def test_load_counts_and_values(server, datafiles, uc, checks):
         assert got[c] == rows, c                     # exact: same doubles, same integers
 
 
-def test_if_exists(server):
-    line = b"m,host=a v=1.5 1451606400000000000\n"
-    ds_tables = one_table()
-
-    async def go():
-        t = await opened(server.url, database="exists")
-        try:
-            await t.create(ds_tables, "drop")
-            await t.create(ds_tables, "abort")           # exists but empty: fine
-            await t.write(Batch(memoryview(line), 1, 1))
-            with pytest.raises(UserError) as e:
-                await t.create(ds_tables, "abort")
-            assert "'exists'" in str(e.value) and "holds data" in str(e.value) and "--if-exists drop" in str(e.value)
-            await t.create(ds_tables, "reuse")
-            assert await t.count(ds_tables) == 1
-            await t.create(ds_tables, "drop")
-            assert await t.count(ds_tables) == 0
-            await t.create(ds_tables, "abort")
-        finally:
-            await t.close()
-
-    run(go())
-
-
 def one_table():
-    from tsbench.targets.base import Column, Table, Tables
+    from tsbench.model import Column, Table, Tables
 
     return Tables((Table("m", ("host",), (Column("v", "float"),)),), 1451606400000000000,
                   1451606400000000000 + 10 ** 9, 1, 1)
@@ -181,13 +157,6 @@ def test_malformed_line_is_fatal_with_server_words(server, api):
             await t.close()
 
     run(go())
-
-
-def test_unreachable_url_is_user_error():
-    url = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(UserError) as e:
-        run(opened(url))
-    assert url in str(e.value) and "\n" not in str(e.value)
 
 
 def test_pushback_is_retryable():

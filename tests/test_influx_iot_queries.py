@@ -1,4 +1,4 @@
-"""The iot query types (queries/iot.py) in InfluxQL (targets/influx_iot.py)
+"""The iot query types (queries/iot.py) in InfluxQL (databases/influx/iot.py)
 against a real InfluxDB 1.8: the iot dataset of test_iot_queries.py (20 trucks,
 two days at 46 s, NULL tags and fields), written in the influx format with the
 real command line and loaded with the real loader; drawn queries of every type
@@ -16,12 +16,15 @@ import pytest
 from conftest import load_into, local_server, run_cli
 
 from tsbench import queries
+from tsbench.databases.influx.flux import Flux
+from tsbench.databases.influx.influxql import InfluxQL
+from tsbench.databases.influx.iot import IOT
+from tsbench.databases.influx.load import InfluxTarget
 from tsbench.datafile import open_datafile
-from tsbench.queries.base import QuerySpec, compare
+from tsbench.queries.base import QuerySpec
+from tsbench.queries.compare import compare
 from tsbench.queries.iot import IOT_TYPES
 from tsbench.queries.reference import Reference
-from tsbench.targets import influx as ifx
-from tsbench.targets.influx import InfluxTarget
 
 DB = "qiot"
 PER_TYPE = 3
@@ -38,22 +41,6 @@ LOOSE = {"stationary-trucks": {"velocity_below": 40.0},
 
 def run(coro):
     return asyncio.run(coro)
-
-
-@pytest.fixture(scope="module")
-def registered():
-    """The iot renderers registered (importing the module does it); whatever was registered
-    before is restored afterwards, so other test modules see the registry they expect."""
-    import importlib
-
-    before = {lang: dict(d) for lang, d in ifx.CUSTOM.items()}
-    from tsbench.targets import influx_iot
-
-    importlib.reload(influx_iot)          # registers again if an earlier test removed them
-    yield
-    for lang, d in ifx.CUSTOM.items():
-        d.clear()
-        d.update(before[lang])
 
 
 @pytest.fixture(scope="module")
@@ -100,12 +87,13 @@ async def _run_all(url, specs, ref, cls=InfluxTarget):
     return bad, nonempty, time.perf_counter() - t0
 
 
-def test_every_iot_type_is_declared(registered):
-    assert set(IOT_TYPES) <= InfluxTarget.influxql_query_types
-    assert not set(IOT_TYPES) & InfluxTarget.flux_query_types
+def test_every_iot_type_is_declared():
+    assert set(IOT) == set(IOT_TYPES) == set(InfluxQL.custom) == set(InfluxQL.custom_rows)
+    assert set(IOT_TYPES) <= InfluxQL.query_types() and set(IOT_TYPES) <= InfluxTarget.query_types
+    assert not set(IOT_TYPES) & Flux.query_types()
 
 
-def test_iot_answers_equal_the_reference(registered, server, iot, specs):
+def test_iot_answers_equal_the_reference(server, iot, specs):
     _, ref = iot
     bad, nonempty, secs = run(_run_all(server.url, specs, ref))
     print(f"\ninfluxql: {len(specs)} iot queries of {len(IOT_TYPES)} types in {secs:.2f} s, {len(bad)} mismatches")
@@ -127,7 +115,7 @@ class Wrong(InfluxTarget):
         return dataclasses.replace(n, text=text)
 
 
-def test_wrong_rendering_is_caught(registered, server, iot, specs):
+def test_wrong_rendering_is_caught(server, iot, specs):
     _, ref = iot
     types = ("last-loc", "low-fuel", "stationary-trucks", "long-driving-sessions", "avg-vs-projected-fuel-consumption",
              "avg-daily-driving-session", "avg-load", "daily-activity", "breakdown-frequency")

@@ -3,7 +3,7 @@ supported query type, rendered as InfluxQL and as Flux, answers what the
 reference engine expects on a devops dataset (40 hosts, 3 h) and, for the
 flux family, on a synthetic one (tag0 x tag1 = 10 x 10 over 2 days at 10 min);
 a wrong rendering is caught by compare(); unsupported types, bad queries and
-the custom-shape hook."""
+a custom shape added by a dialect subclass."""
 
 from __future__ import annotations
 
@@ -15,13 +15,16 @@ from collections import Counter
 import pytest
 from conftest import load_into, local_server, run_cli
 
+from tsbench.databases.influx.flux import Flux
+from tsbench.databases.influx.influxql import InfluxQL
+from tsbench.databases.influx.literals import parse_rfc3339
+from tsbench.databases.influx.load import InfluxQuery, InfluxTarget
 from tsbench.datafile import open_datafile
+from tsbench.errors import Fatal, Unsupported
 from tsbench.queries import generate, query_type
-from tsbench.queries.base import QuerySpec, compare
+from tsbench.queries.base import QuerySpec
+from tsbench.queries.compare import compare
 from tsbench.queries.reference import Reference
-from tsbench.targets import influx as ifx
-from tsbench.targets.base import Fatal, Unsupported
-from tsbench.targets.influx import InfluxQuery, InfluxTarget
 
 SEED = 7
 COUNT = {"influxql": 3, "flux": 2}      # Flux in 1.8 is slow (seconds for cpu-max-all-32-24)
@@ -85,7 +88,7 @@ async def _run_all(url: str, db: str, lang: str, specs, ref: Reference, cls=Infl
 
 
 def _types(lang: str, family_flux: bool) -> list[str]:
-    types = InfluxTarget.flux_query_types if lang == "flux" else InfluxTarget.influxql_query_types
+    types = InfluxTarget.dialects[lang].query_types()
     return sorted(t for t in types if query_type(t).family != "iot"          # iot: tests/test_influx_iot_queries.py
                   and (query_type(t).family == "flux") == family_flux)
 
@@ -160,7 +163,9 @@ def test_unsupported_type_raises():
          "tag": None, "tag_values": None, "start": 0, "end": 10**9, "bucket": None, "group_by": [],
          "value_filter": {"field": "usage_system", "op": ">", "value": 1.0}}
     with pytest.raises(Unsupported):
-        ifx.flux(p, "db")
+        Flux("db").aggregate(p)
+    with pytest.raises(Unsupported, match="usage_system|other than"):
+        InfluxTarget("http://127.0.0.1:1", {"query_language": "flux"}).render(QuerySpec(0, "max-cpu-1", p))
 
 
 def test_declared_query_types():
@@ -171,12 +176,15 @@ def test_declared_query_types():
     want = {n for n, qt in CATALOG.items() if qt.family in ("devops", "flux", "relational")}
     iot = {n for n, qt in CATALOG.items() if qt.family == "iot"}
     assert len(iot) == 13
-    assert InfluxTarget.query_types == InfluxTarget.influxql_query_types == want | iot
-    assert InfluxTarget.flux_query_types == want
+    assert list(InfluxTarget.dialects) == ["influxql", "flux"]      # InfluxQL the default
+    assert InfluxTarget.query_types == InfluxQL.query_types() == want | iot
+    assert Flux.query_types() == want
+    assert all(Flux.support()[n] for n in iot)                       # each with its reason
     caps = InfluxTarget.capabilities()
-    assert caps["query_types"] == sorted(want | iot) and caps["flux_query_types"] == sorted(want)
-    assert InfluxTarget("http://x", {"query_language": "flux"}).query_types == InfluxTarget.flux_query_types
-    assert InfluxTarget("http://x").query_types == InfluxTarget.influxql_query_types
+    assert caps["query_types"] == sorted(want | iot)
+    assert caps["dialects"] == {"influxql": sorted(want | iot), "flux": sorted(want)}
+    assert InfluxTarget("http://x", {"query_language": "flux"}).query_types == Flux.query_types()
+    assert InfluxTarget("http://x").query_types == InfluxQL.query_types()
 
 
 def test_rendering_spelled_as_documented():
@@ -184,30 +192,46 @@ def test_rendering_spelled_as_documented():
     p = {"shape": "aggregate", "measurement": "cpu", "agg": "max", "fields": ["usage_user"], "types": ["float"],
          "tag": "hostname", "tag_values": ["host_1", "host_7"], "start": 1451606400 * 10**9,
          "end": 1451606400 * 10**9 + 60 * m, "bucket": m, "group_by": [], "order": "desc", "limit": 5}
-    assert ifx.influxql(p) == (
+    spec = QuerySpec(0, "max-cpu-2", p)
+    assert InfluxQL().render(spec) == (
         'SELECT max("usage_user") FROM "cpu" WHERE time >= 1451606400000000000 AND time < 1451610000000000000 '
         'AND ("hostname" = \'host_1\' OR "hostname" = \'host_7\') GROUP BY time(1m) fill(none) '
         'ORDER BY time DESC LIMIT 5')
-    f = ifx.flux(p, "db")
+    f = Flux("db").render(spec)
+    assert f.startswith('from(bucket: "db")')
     assert "range(start: 2016-01-01T00:00:00Z, stop: 2016-01-01T00:59:59.999999999Z)" in f
     assert 'aggregateWindow(every: 1m, fn: max, timeSrc: "_start", createEmpty: false)' in f
-    assert ifx.parse_rfc3339("2016-01-01T00:59:59.999999999Z") == p["end"] - 1
+    assert parse_rfc3339("2016-01-01T00:59:59.999999999Z") == p["end"] - 1
 
 
 def test_custom_shape_hook(server, devops):
-    """Another module adds a type by registering its InfluxQL and its row parser."""
+    """Another module adds a type: a catalog entry of a custom shape of its own, and a dialect
+    subclass with its InfluxQL and its row parser; the target speaking that dialect runs it."""
+    from tsbench.queries.base import QueryType
+    from tsbench.queries.catalog import CATALOG
+
     calls = []
 
     def rows(p, results):
         calls.append(results)
         return [(s["tags"]["hostname"], s["values"][0][1]) for r in results for s in r["series"]]
 
-    ifx.register_custom("test-hosts", lambda p: f'SELECT count("usage_user") FROM "cpu" WHERE time >= {p["start"]} '
-                        f'AND time < {p["end"]} GROUP BY "hostname"', rows)
+    class HostsQL(InfluxQL):
+        custom = {**InfluxQL.custom, "test-hosts": lambda d, p: f'SELECT count("usage_user") FROM "cpu" WHERE '
+                  f'time >= {p["start"]} AND time < {p["end"]} GROUP BY "hostname"'}
+        custom_rows = {**InfluxQL.custom_rows, "test-hosts": rows}
+
+    class HostsTarget(InfluxTarget):
+        dialects = {**InfluxTarget.dialects, "influxql": HostsQL}
+
+    assert "test-hosts" not in HostsTarget.query_types          # not a catalog type yet
+    CATALOG["test-hosts"] = QueryType("test-hosts", "test", "count(usage_user) per host", {"cpu": ("usage_user",)},
+                                      lambda rng, ctx: {}, "test-hosts")
     try:
-        t = InfluxTarget(server.url, {"database": "qdevops"})
-        assert "test-hosts" in t.query_types and "test-hosts" in InfluxTarget.query_types
-        assert "test-hosts" not in InfluxTarget.flux_query_types
+        t = HostsTarget(server.url, {"database": "qdevops"})
+        assert "test-hosts" in t.query_types and "test-hosts" in HostsTarget.query_types
+        assert "test-hosts" not in HostsTarget.dialects["flux"].query_types()
+        assert "test-hosts" not in InfluxTarget.query_types         # only the target speaking HostsQL runs it
         ds, _ = devops
 
         async def go():
@@ -221,8 +245,8 @@ def test_custom_shape_hook(server, devops):
         ans = run(go())
         assert len(ans.rows) == 40 and {n for _, n in ans.rows} == {3 * 360} and len(calls) == 1
     finally:
-        ifx.CUSTOM_INFLUXQL.pop("test-hosts")
-    assert "test-hosts" not in InfluxTarget.query_types
+        CATALOG.pop("test-hosts")
+    assert "test-hosts" not in HostsTarget.query_types
 
 
 @pytest.mark.parametrize("lang,text,words", [

@@ -1,9 +1,16 @@
 """iot: imperfect delivery at the configured rates, deterministically."""
 
+import pathlib
+import re
+
 import numpy as np
 import pytest
 
+import tsbench
 from conftest import columns, dataset
+from tsbench.errors import UserError
+from tsbench.schema import FAULT_SETTINGS, fault_defaults
+from tsbench.usecases.iot import Iot, IotParams
 
 EPOCHS = 2000
 TRUCKS = 20
@@ -96,3 +103,31 @@ def test_fields_stay_in_range():
     d = cols["values"][cols["series"] == 1]
     assert (d[:, 0] >= 0).all() and (d[:, 0] <= 1).all()
     assert set(np.unique(d[:, 2])) <= {0, 1, 2, 3, 4, 5}
+
+
+def test_parameters_are_the_fault_settings_with_tsbs_defaults():
+    assert list(IotParams.model_fields) == [s.name for s in FAULT_SETTINGS]
+    assert IotParams().model_dump() == fault_defaults("iot") == {
+        "group_size": 10, "group_drop": 0.01, "group_late": 0.05, "missing": 0.1, "late": 0.3,
+        "null_field": 0.1, "null_tag": 0.01, "max_delay": 10}
+    faults = Iot({"missing": "0.2", "max_delay": "3"}).schema().faults
+    assert (faults.missing, faults.max_delay, faults.late) == (0.2, 3, 0.3)
+
+
+def test_readme_lists_the_declared_defaults():
+    readme = " ".join((pathlib.Path(tsbench.__file__).parent.parent / "README.md").read_text().split())
+    listed = re.search(r"Parameters and defaults: `([^`]*)`", readme).group(1)
+    assert {k: float(v) for k, v in (kv.split("=") for kv in listed.split())} == fault_defaults("iot")
+
+
+@pytest.mark.parametrize("param,message", [
+    ({"missing": "2"}, "--param missing: Input should be less than or equal to 1"),
+    ({"late": "-1"}, "--param late: Input should be greater than or equal to 0"),
+    ({"group_size": "0"}, "--param group_size: Input should be greater than or equal to 1"),
+    ({"max_delay": "1.5"}, "--param max_delay: Input should be a valid integer"),
+    ({"mising": "0.1"}, "--param mising: use case iot has no such parameter"),
+])
+def test_bad_parameter_is_one_line(param, message):
+    with pytest.raises(UserError) as exc:
+        Iot(param)
+    assert str(exc.value).startswith(message) and "\n" not in str(exc.value)

@@ -21,7 +21,8 @@ from tsbench import queries
 from tsbench.connect import connect
 from tsbench.datafile import open_datafile
 from tsbench.execute import ExecOptions, execute
-from tsbench.queries.base import DAY, MINUTE, QuerySpec, SqlDialect, compare
+from tsbench.queries.base import DAY, MINUTE, QuerySpec, SqlSpelling
+from tsbench.queries.compare import compare
 from tsbench.queries.iot import IOT_TYPES
 from tsbench.queries.reference import Reference
 from tsbench.queries.shapes import sql as shape_sql
@@ -294,7 +295,7 @@ def test_a_wrong_meaning_is_caught(specs, expected, reference):
              "daily-activity": ("/ 144", "/ 6")}
     for t, (a, b) in wrong.items():
         s = next(s for s in specs if s.type == t)
-        text = shape_sql(s.params, SqlDialect())
+        text = shape_sql(s.params, SqlSpelling())
         assert a in text
         got = reference.con.execute(text.replace(a, b)).fetchall()
         assert compare(s.params, expected[s.id], got) is not None, t
@@ -347,11 +348,11 @@ def test_postgres_answers_equal_the_reference(pg, iot, specs, reference, tags):
 def test_the_sql_differs_only_in_spelling(specs):
     """Same SQL text shape in both dialects: PostgreSQL's reads tags through the
     tag-set table and does time math in exact numerics; no DuckDB-only syntax."""
-    from tsbench.targets.postgres import PostgresDialect
+    from tsbench.databases.postgres.sql import PostgresSpelling
 
     for s in specs:
-        duck = shape_sql(s.params, SqlDialect())
-        for d in (PostgresDialect("public", TAGS + ("device_version",)), PostgresDialect("public", ())):
+        duck = shape_sql(s.params, SqlSpelling())
+        for d in (PostgresSpelling("public", TAGS + ("device_version",)), PostgresSpelling("public", ())):
             text = shape_sql(s.params, d)
             assert "epoch_ns" not in text and "//" not in text and "QUALIFY" not in text.upper()
         assert "QUALIFY" not in duck.upper()

@@ -154,18 +154,6 @@ def test_duckdb_load_and_read_back(data, tmp_path, name):
     assert total == df.rows
 
 
-def test_duckdb_if_exists(data, tmp_path):
-    df = data["cpu.csv"]
-    url = f"duckdb:{tmp_path / 'db.duckdb'}"
-    _load("duckdb", df, server=url)
-    with pytest.raises(Exception, match=r"table 'cpu' .* already exists and holds data.*--if-exists drop"):
-        _load("duckdb", df, server=url)
-    r = _load("duckdb", df, server=url, if_exists="drop")
-    assert r.counted == df.rows
-    with pytest.raises(LoadError, match=f"holds {2 * df.rows:,} rows, the data file has {df.rows:,}"):
-        _load("duckdb", df, server=url, if_exists="reuse")
-
-
 # ---- the command line --------------------------------------------------------------------------
 
 def test_cli_load_prints_summary_and_json(data, tmp_path):
@@ -228,9 +216,9 @@ def test_cli_servers_start_list_stop(tmp_path):
 
 
 def test_every_target_declares_its_capabilities():
-    from tsbench import targets
+    from tsbench import databases
 
-    caps = {n: targets.get(n).capabilities() for n in targets.names()}
+    caps = {n: databases.target_class(n).capabilities() for n in databases.names()}
     assert {"influx", "postgres", "victoriametrics", "duckdb", "null", "null-http"} <= set(caps)
     for n, c in caps.items():
         assert c["name"] == n and c["format"] in ("influx", "csv") and c["count_unit"] in ("rows", "values")
@@ -239,16 +227,16 @@ def test_every_target_declares_its_capabilities():
 def test_third_party_target_through_entry_point(monkeypatch):
     from importlib.metadata import EntryPoint
 
-    from tsbench import targets
+    from tsbench import databases
 
-    ep = EntryPoint("mydb", "tsbench.targets.null:NullTarget", targets.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(targets, "entry_points", lambda group: [ep] if group == targets.ENTRY_POINT_GROUP else [])
-    assert "mydb" in targets.names() and targets.get("mydb").name == "null"
+    ep = EntryPoint("mydb", "tsbench.databases.null.load:NullTarget", databases.TARGET_GROUP)
+    monkeypatch.setattr(databases, "entry_points", lambda group: [ep] if group == databases.TARGET_GROUP else [])
+    assert "mydb" in databases.names() and databases.target_class("mydb").name == "null"
 
 
 def test_server_restart_keeps_ports_and_changes_pid(tmp_path):
-    from tsbench.servers.base import load_state, pid_alive
-    from tsbench.servers.nullhttp import NullHttpServer
+    from tsbench.databases.server import load_state, pid_alive
+    from tsbench.databases.null.server import NullHttpServer
 
     srv = NullHttpServer(name=f"test-restart-{os.getpid()}", instance_dir=tmp_path / "sink")
     with srv:

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tsbench.servers.base import pid_alive
+from tsbench.databases.server import pid_alive
 
 GEN = {"devops": "use_case=devops,scale=10,end=2016-01-01T02:00:00Z,seed=9",
        "cpu-only": "use_case=cpu-only,scale=10,end=2016-01-01T02:00:00Z,seed=9"}

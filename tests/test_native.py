@@ -51,6 +51,29 @@ GOLDEN_FIRST = (
 GOLDEN_SHA = "1e3c09a251f846a3acfd688d084222e599a8e9b3fd3e148d272d3b5e9afa5e58"
 
 
+def test_golden_iot_with_faults():
+    """Pinned output of the fault path, with the iot defaults and with every setting changed."""
+    faults = {"group_size": "3", "group_late": "0.2", "missing": "0.05", "late": "0.4", "null_tag": "0.2",
+              "max_delay": "4"}
+    for params, sha in (({}, GOLDEN_IOT_SHA), (faults, GOLDEN_IOT_FAULTS_SHA)):
+        ds = dataset(use_case="iot", scale=4, end="2016-01-01T01:00:00Z", seed=11, params=params)
+        sim = Simulator(ds.compiled, 11, 0, 4, ds.start_ns, ds.interval_ns, ds.epochs)
+        assert hashlib.sha256(_all(sim, "influx", 1 << 22)[0]).hexdigest() == sha, params
+
+
+GOLDEN_IOT_SHA = "833757d2dc1e85a3d9166fd1896a9e511b5d702d518a25561696fb9f32dbba75"
+GOLDEN_IOT_FAULTS_SHA = "63a17d06640aefaa1c7a71201bffea987fad53f435310a52ded915afd8533265"
+
+
+def test_fault_struct_follows_the_declaration():
+    """ts_faults in the cdef has the fields of schema.FAULT_SETTINGS: same names, order and types."""
+    from tsbench.schema import FAULT_SETTINGS
+
+    ctype = {int: "int32_t", float: "double"}
+    fields = [(name, f.type.cname) for name, f in native.ffi.typeof("ts_faults").fields]
+    assert fields == [(s.name, ctype[s.type]) for s in FAULT_SETTINGS]
+
+
 def test_small_buffers_give_the_same_bytes():
     ds = dataset(use_case="iot", scale=5, end="2016-01-01T01:00:00Z", seed=3)
     mk = lambda: Simulator(ds.compiled, 3, 0, 5, ds.start_ns, ds.interval_ns, ds.epochs)
@@ -104,4 +127,4 @@ def test_stale_build_is_reported_in_one_line(tmp_path):
 
 
 def test_api_version_matches():
-    assert lib.ts_api_version() == native.API_VERSION == 2
+    assert lib.ts_api_version() == native.API_VERSION == 3

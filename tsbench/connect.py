@@ -7,9 +7,9 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from . import servers, targets
-from .servers.base import Server, home, say
-from .targets.base import Target
+from . import databases
+from .databases.server import Server, home, say
+from .databases.target import Target
 
 
 @dataclass
@@ -23,7 +23,7 @@ class Connection:
 async def connect(target_name: str, server: str = "local", options: dict | None = None,
                   server_options: dict | None = None, ports: dict | None = None, keep_server: bool = False,
                   name: str | None = None, instance_dir=None, announce: bool = True):
-    cls = targets.get(target_name)
+    cls = databases.target_class(target_name)
     cls.parse_options(options or {})           # bad options fail before any install
     srv, datadir = None, None
     if server == "local":
@@ -32,7 +32,7 @@ async def connect(target_name: str, server: str = "local", options: dict | None 
             url = cls.local_url(where)
             datadir = str(where) if url is not None else None
         else:
-            srv = servers.get(cls.server_kind)(name=name, instance_dir=instance_dir, ports=ports,
+            srv = databases.server_class(cls.server_kind)(name=name, instance_dir=instance_dir, ports=ports,
                                                 options=server_options)
             st = srv.start()
             url, datadir = srv.url, str(srv.datadir)

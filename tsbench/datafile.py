@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from .dataset import Dataset, resolve, spec_of
 from .errors import UserError
-from .targets.base import Column, Table, Tables
+from .model import Column, Table, Tables
 
 
 def tables_of(ds: Dataset, rows: int, values: int) -> Tables:

@@ -16,3 +16,20 @@ def yaml_error(path, exc: Exception) -> UserError:
     where = f":{mark.line + 1}" if mark else ""
     at = f", line {mark.line + 1} column {mark.column + 1}" if mark else ""
     return UserError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', None) or exc}{at})")
+
+
+class Retryable(Exception):
+    """The server pushed back (overload, 429/503, reset): retry the same batch later."""
+
+
+class Fatal(Exception):
+    """The server refused the data or the query for good; the text is the server's own words."""
+
+
+class Unsupported(Exception):
+    """A query type a target does not run: recorded with the reason, never run."""
+
+
+class ServerLacks(Unsupported):
+    """A type the dialect implements but the server at hand cannot run (its release
+    lacks a function): recorded as unsupported with the reason, like Unsupported."""

@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import UserError
-from .queries.base import DEFAULT_REL_TOL, QuerySpec, compare
-from .targets.base import Fatal, Retryable, Target, Unsupported
+from .queries.base import QuerySpec
+from .queries.compare import DEFAULT_REL_TOL, compare
+from .databases.target import Target
+from .errors import Fatal, Retryable, Unsupported
 
 PERCENTILES = (50, 90, 95, 99, 99.9)
 

@@ -1,14 +1,21 @@
-"""An experiment file (all phases): YAML, checked with pydantic, naming the
+"""The experiment file (all phases): YAML, checked with pydantic, naming the
 datasets, the targets (server local or a URL, their options), the phases to run,
 each phase's settings, and a `matrix:` of knobs expanded as a cartesian product
 (minus `exclude:` entries) times `repetitions`; `query_cells:` picks the cells
-that run the query phases (default: all). A bad file is reported in one
-line naming the file, the line and the field, and what is allowed.
+that run the query phases (default: all).
 
 Matrix keys are dotted paths into a cell's settings: `dataset` and `target`
-(names declared above), `load.workers`, `load.batch_size`, `execute.workers`,
-`execute.cache`, `queries.count`, `dataset.scale`, `dataset.params.<key>`,
-`target.options.<key>`, `target.server_options.<key>`."""
+(names declared above), `load.workers`, `load.batch_size`, `load.processes`,
+`execute.workers`, `execute.cache`, `execute.count`, `queries.count`,
+`dataset.scale`, `dataset.params.<key>`, `target.options.<key>`,
+`target.server_options.<key>`.
+
+`load_experiment` expands the matrix into typed `Cell`s and checks every one
+before anything runs: its settings by the same models as the file (knobs
+included), its target's options by the target, its local server's options by
+the server class (constructed, not started). A bad file, declared value or
+matrix value is one UserError naming the file, the line, the field and the
+value, and what is allowed."""
 
 from __future__ import annotations
 
@@ -16,10 +23,12 @@ import copy
 import itertools
 import json
 import pathlib
+import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from .errors import UserError, yaml_error
 
@@ -68,8 +77,31 @@ class ExecuteDecl(_Strict):
     cache: Literal["warm", "cold", "cold-query"] = "warm"
 
 
+SECTIONS = {"dataset": DatasetDecl, "target": TargetDecl, "load": LoadDecl, "queries": QueriesDecl,
+            "execute": ExecuteDecl}
+
+
+class Cell(_Strict):
+    """One cell of the matrix: the declared settings with the cell's knobs applied,
+    checked by the same models as the file."""
+
+    id: int
+    dataset_name: str
+    target_name: str
+    knobs: dict[str, Any]          # matrix key -> value, without dataset and target
+    repetition: int
+    queries_here: bool             # whether the query phases run here (query_cells:)
+    dataset: DatasetDecl
+    target: TargetDecl
+    load: LoadDecl
+    queries: QueriesDecl
+    execute: ExecuteDecl
+
+
 class Experiment(_Strict):
     """An experiment: `python -m tsbench schema` prints this model as JSON Schema."""
+
+    _cells: list[Cell] | None = PrivateAttr(None)     # set by load_experiment
 
     name: str
     description: str = ""
@@ -101,6 +133,11 @@ class Experiment(_Strict):
                 raise ValueError(f"matrix key {k!r} has no values")
         return v
 
+    @property
+    def cells(self) -> list[Cell]:
+        """Every cell (expanded and checked when the file was loaded)."""
+        return cells(self)
+
 
 def json_schema() -> str:
     return json.dumps(Experiment.model_json_schema(), indent=2)
@@ -123,6 +160,9 @@ def _lines(node, path=()) -> dict[tuple, int]:
 
 
 def load_experiment(path: str | pathlib.Path) -> Experiment:
+    """Read, check and expand an experiment file: every cell is built and checked
+    here (its settings by the file's models, its target's options by the target,
+    its server's options by the server class), so a bad file fails before anything runs."""
     p = pathlib.Path(path)
     try:
         text = p.read_text()
@@ -136,8 +176,23 @@ def load_experiment(path: str | pathlib.Path) -> Experiment:
     if not isinstance(data, dict):
         raise UserError(f"{p}: an experiment file is a mapping (name:, datasets:, targets:, ...)")
     lines = _lines(node) if node is not None else {}
+    exp = _validate(p, data, lines)
+    _check_names(p, exp, lines)
+    for name, d in exp.datasets.items():      # a schema file is found beside the experiment file
+        if d.schema_file and not pathlib.Path(d.schema_file).is_absolute():
+            f = p.parent / d.schema_file
+            if not f.is_file():
+                raise UserError(f"{p}:{lines.get(('datasets', name, 'schema_file'), 1)}: datasets.{name}.schema_file: "
+                                f"no such file {str(f)!r} (a relative path is taken from the experiment file's folder)")
+            d.schema_file = str(f.resolve())
+    exp._cells = _expand(exp, _Source(str(p), lines))
+    return exp
+
+
+def _validate(p: pathlib.Path, data: dict, lines: dict) -> Experiment:
+    """The file's data as an Experiment, or one line naming the first bad field."""
     try:
-        exp = Experiment(**data)
+        return Experiment(**data)
     except ValidationError as exc:
         e = exc.errors()[0]
         loc = tuple(e["loc"])
@@ -149,15 +204,6 @@ def load_experiment(path: str | pathlib.Path) -> Experiment:
             allowed = ", ".join(parent.model_fields) if parent else ""
             msg = f"unknown key{f' (allowed: {allowed})' if allowed else ''}"
         raise UserError(f"{p}:{line or 1}: {field}: {msg}") from None
-    _check_names(p, exp, lines)
-    for name, d in exp.datasets.items():      # a schema file is found beside the experiment file
-        if d.schema_file and not pathlib.Path(d.schema_file).is_absolute():
-            f = p.parent / d.schema_file
-            if not f.is_file():
-                raise UserError(f"{p}:{lines.get(('datasets', name, 'schema_file'), 1)}: datasets.{name}.schema_file: "
-                                f"no such file {str(f)!r} (a relative path is taken from the experiment file's folder)")
-            d.schema_file = str(f.resolve())
-    return exp
 
 
 def _model_at(loc: tuple):
@@ -181,12 +227,12 @@ def _model_at(loc: tuple):
 
 
 def _check_names(p: pathlib.Path, exp: Experiment, lines: dict) -> None:
-    from . import targets
+    from . import databases
 
     for name, t in exp.targets.items():
-        if t.target not in targets.names():
+        if t.target not in databases.names():
             raise UserError(f"{p}:{lines.get(('targets', name, 'target'), 1)}: targets.{name}.target: unknown "
-                            f"target {t.target!r} (one of {', '.join(targets.names())})")
+                            f"target {t.target!r} (one of {', '.join(databases.names())})")
     for k in exp.matrix:
         if not _known_knob(k):
             raise UserError(f"{p}:{lines.get(('matrix', k), 1)}: matrix.{k}: unknown knob (allowed: dataset, "
@@ -213,44 +259,152 @@ def _known_knob(k: str) -> bool:
 
 # ---- cells -----------------------------------------------------------------------------------------
 
-def cells(exp: Experiment) -> list[dict]:
-    """Every cell: {id, dataset name, target name, knobs, repetition, dataset, target, load, queries, execute}."""
+@dataclass
+class _Source:
+    """Where an experiment came from, to name the line of a bad value."""
+
+    file: str          # the file, or "experiment NAME" for one built in code
+    lines: dict | None  # _lines() of the file; None: no file
+
+    def error(self, where: tuple, field: str, msg: str) -> UserError:
+        if self.lines is None:
+            return UserError(f"{self.file}: {field}: {msg}")
+        line = next((self.lines[where[:k]] for k in range(len(where), 0, -1) if where[:k] in self.lines), 1)
+        return UserError(f"{self.file}:{line}: {field}: {msg}")
+
+
+def cells(exp: Experiment) -> list[Cell]:
+    """Every cell of the experiment (see Cell), in matrix order, repetitions adjacent."""
+    if exp._cells is None:                  # built in code rather than read from a file
+        exp._cells = _expand(exp, _Source(f"experiment {exp.name}", None))
+    return list(exp._cells)
+
+
+def _expand(exp: Experiment, src: _Source) -> list[Cell]:
+    """The matrix as checked cells; the first bad value is one UserError."""
+    _check_declared_targets(exp, src)
     axes = dict(exp.matrix)
     axes.setdefault("dataset", list(exp.datasets))
     axes.setdefault("target", list(exp.targets))
     keys = list(axes)
-    out = []
+    out: list[Cell] = []
+    checked: set[str] = set()
     for combo in itertools.product(*(axes[k] for k in keys)):
         knobs = dict(zip(keys, combo))
-        if any(all(knobs.get(k) == v for k, v in ex.items()) for ex in exp.exclude):
+        if any(_matches(knobs, ex) for ex in exp.exclude):
             continue
+        settings = _settings(exp, knobs, src)
+        _check_cell_target(settings["target"], knobs, src, checked)
+        here = not exp.query_cells or any(_matches(knobs, m) for m in exp.query_cells)
         for rep in range(exp.repetitions):
-            cell = {"dataset": exp.datasets[knobs["dataset"]].model_dump(),
-                    "target": exp.targets[knobs["target"]].model_dump(),
-                    "load": exp.load.model_dump(), "queries": exp.queries.model_dump(),
-                    "execute": exp.execute.model_dump()}
-            cell = copy.deepcopy(cell)
-            for k, v in knobs.items():
-                if k in ("dataset", "target"):
-                    continue
-                node = cell
-                *parents, last = k.split(".")
-                for part in parents:
-                    node = node.setdefault(part, {})
-                node[last] = v
-            out.append({"id": len(out), "dataset_name": knobs["dataset"], "target_name": knobs["target"],
-                        "knobs": {k: v for k, v in knobs.items() if k not in ("dataset", "target")},
-                        "queries_here": not exp.query_cells or any(all(knobs.get(k) == v for k, v in m.items())
-                                                                   for m in exp.query_cells),
-                        "repetition": rep, **cell})
+            out.append(Cell(id=len(out), dataset_name=knobs["dataset"], target_name=knobs["target"],
+                            knobs={k: v for k, v in knobs.items() if k not in ("dataset", "target")},
+                            repetition=rep, queries_here=here,
+                            **{k: v.model_copy(deep=True) for k, v in settings.items()}))
     if not out:
-        raise UserError("the matrix has no cells left (every combination is excluded)")
+        raise src.error(("exclude",), "exclude", "the matrix has no cells left (every combination is excluded)")
     return out
 
 
-def describe_cell(c: dict) -> str:
-    knobs = " ".join(f"{k}={v}" for k, v in c["knobs"].items())
-    rep = f" rep {c['repetition'] + 1}" if c["repetition"] else ""
-    where = "" if c.get("queries_here", True) else " (no query phases here)"
-    return (f"cell {c['id']}: {c['dataset_name']} -> {c['target_name']} ({c['target']['target']}){rep} "
+def _matches(knobs: dict, pattern: dict) -> bool:
+    return all(knobs.get(k) == v for k, v in pattern.items())
+
+
+def _settings(exp: Experiment, knobs: dict, src: _Source) -> dict[str, BaseModel]:
+    """The declared settings of a cell with its knobs applied, validated again."""
+    raw = copy.deepcopy({"dataset": exp.datasets[knobs["dataset"]].model_dump(),
+                         "target": exp.targets[knobs["target"]].model_dump(),
+                         "load": exp.load.model_dump(), "queries": exp.queries.model_dump(),
+                         "execute": exp.execute.model_dump()})
+    for k, v in knobs.items():
+        if k in ("dataset", "target"):
+            continue
+        node = raw
+        *parents, last = k.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = v
+    out = {}
+    for section, model in SECTIONS.items():
+        try:
+            out[section] = model(**raw[section])
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            field = ".".join([section, *(str(x) for x in e["loc"])])
+            k = _guilty_knob(knobs, section, field)
+            if k not in knobs:            # no knob set it (the file's own check passed it): kept safe
+                raise src.error((section,), field, e["msg"]) from None
+            raise src.error(("matrix", k), f"matrix.{k}", f"{knobs[k]!r}: {e['msg']}") from None
+    return out
+
+
+def _guilty_knob(knobs: dict, section: str, field: str) -> str:
+    """The knob that set a bad field (else the first knob of its section)."""
+    ours = [k for k in knobs if k.startswith(section + ".")]
+    return next((k for k in ours if field == k or field.startswith(k + ".") or k.startswith(field + ".")),
+                ours[0] if ours else section)
+
+
+def _target_problem(t: TargetDecl) -> tuple[str, str | None, str] | None:
+    """(options or server_options, the key at fault if named, the message) if the
+    target refuses its options or its local server its server options, else None."""
+    from .databases import server_class, target_class
+
+    cls = target_class(t.target)
+    try:
+        cls.parse_options(t.options)
+    except UserError as exc:
+        return "options", _named_key(str(exc), t.options), str(exc)
+    if cls.server_kind is not None and t.server == "local":
+        try:
+            server_class(cls.server_kind)(options=t.server_options)     # checks its options, starts nothing
+        except UserError as exc:
+            return "server_options", _named_key(str(exc), t.server_options), str(exc)
+    return None
+
+
+def _named_key(msg: str, options: dict) -> str | None:
+    """The option a target's or server's message is about ("option K:", "unknown option 'K'")."""
+    for m in re.finditer(r"option '?([^\s:'(]+)", msg):
+        key = m.group(1).split(".")[0]
+        if key in options:
+            return key
+    return None
+
+
+def _check_declared_targets(exp: Experiment, src: _Source) -> None:
+    """Every declared target's options as declared, blamed on the line of the option."""
+    for name, t in exp.targets.items():
+        problem = _target_problem(t)
+        if problem is None:
+            continue
+        section, key, msg = problem
+        if key is None:
+            raise src.error(("targets", name, section), f"targets.{name}.{section}", msg)
+        value = getattr(t, section)[key]
+        raise src.error(("targets", name, section, key), f"targets.{name}.{section}.{key}", f"{value!r}: {msg}")
+
+
+def _check_cell_target(t: TargetDecl, knobs: dict, src: _Source, checked: set[str]) -> None:
+    """A cell's target options once its knobs are applied, blamed on the matrix key."""
+    sig = t.model_dump_json()
+    if sig in checked:
+        return
+    checked.add(sig)
+    problem = _target_problem(t)
+    if problem is None:
+        return
+    section, key, msg = problem
+    k = f"target.{section}.{key}" if f"target.{section}.{key}" in knobs else \
+        _guilty_knob(knobs, f"target.{section}", f"target.{section}")
+    if k not in knobs:      # no knob of this section: the declaration itself (checked before; kept safe)
+        raise src.error(("targets", knobs["target"], section), f"targets.{knobs['target']}.{section}", msg)
+    raise src.error(("matrix", k), f"matrix.{k}", f"{knobs[k]!r}: {msg}")
+
+
+def describe_cell(c: Cell) -> str:
+    knobs = " ".join(f"{k}={v}" for k, v in c.knobs.items())
+    rep = f" rep {c.repetition + 1}" if c.repetition else ""
+    where = "" if c.queries_here else " (no query phases here)"
+    return (f"cell {c.id}: {c.dataset_name} -> {c.target_name} ({c.target.target}){rep} "
             f"{knobs}".rstrip() + where)

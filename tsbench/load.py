@@ -22,7 +22,10 @@ from dataclasses import dataclass, field
 from .batches import BatchReader, byte_ranges, csv_layout
 from .datafile import DataFile
 from .errors import UserError
-from .targets.base import Fatal, Retryable, Target, Tables
+from .databases.server import allocated_bytes
+from .databases.target import Target
+from .errors import Fatal, Retryable
+from .model import Tables
 
 # shared counters, one row per process: rows, values, bytes, batches, backoffs, backoff_us
 N_COUNTERS = 6
@@ -72,10 +75,16 @@ class LoadResult:
     count_unit: str = "rows"
     verified: bool | None = None
     compact_seconds: float | None = None
-    disk: dict = field(default_factory=dict)
+    disk: dict = field(default_factory=dict)        # every figure by name, in bytes
+    datadir_bytes: int | None = None                 # allocated blocks of the local server's data dir
+    own_disk_bytes: int | None = None                # the database's own size figure (its own_disk_figure)
     timeline: list = field(default_factory=list)
     status: str = "ok"
     reason: str = ""
+
+    def rate(self, amount: float) -> float | None:
+        """amount per second of the timed load (None before it ran)."""
+        return round(amount / self.seconds, 1) if self.seconds else None
 
     def summary(self) -> dict:
         s = self.seconds or float("nan")
@@ -83,8 +92,8 @@ class LoadResult:
             "target": self.target, "url": self.url, "status": self.status, "reason": self.reason,
             "rows": self.rows, "values": self.values, "bytes": self.bytes, "batches": self.batches,
             "seconds": round(self.seconds, 3),
-            "rows_per_s": round(self.rows / s, 1) if self.seconds else None,
-            "values_per_s": round(self.values / s, 1) if self.seconds else None,
+            "rows_per_s": self.rate(self.rows),
+            "values_per_s": self.rate(self.values),
             "mb_per_s": round(self.bytes / s / 1e6, 2) if self.seconds else None,
             "client_cpu_seconds": round(self.client_cpu_seconds, 3),
             "server_cpu_seconds": None if self.server_cpu_seconds is None else round(self.server_cpu_seconds, 3),
@@ -252,64 +261,78 @@ async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | N
     (the partial result is in exc.result)."""
     opts.check()
     cls = type(target)
-    if opts.processes > 1 and not cls.multiprocess:
-        raise UserError(f"--processes: target {cls.name} loads from one process only")
-    if not cls.accepts(df.format):
-        raise UserError(f"target {cls.name} loads {cls.format} data; {df.path} is {df.format} "
-                        f"(generate it with --format {cls.format})")
+    _check_fit(cls, df, opts)
     tables: Tables = df.tables()
     res = LoadResult(cls.name, target.url, count_unit=cls.count_unit,
                      expected=df.rows if cls.count_unit == "rows" else df.values)
-    await target.create(tables, opts.if_exists)
-    counters = mp.RawArray("q", N_COUNTERS * opts.processes)
-    sampler = _Sampler(counters, opts.processes, df.rows, f"load {cls.name}", opts.progress)
-    cpu0, cpuc0, scpu0 = _cpu_self(), _cpu_children(), _cpu_of(server_pids)
-    ticker = asyncio.create_task(sampler.run())
     try:
-        try:
-            if opts.processes == 1:
-                layout = csv_layout(tables) if df.format == "csv" else None
-                await _pump(target, BatchReader(df.path, df.format, opts.batch_size, df.compression, layout),
-                            opts, counters, 0)
-            else:
-                await _load_processes(target, df, tables, opts, counters)
-        except BaseException as exc:
-            e = _first_error(exc)
-            if isinstance(e, (Fatal, Retryable, LoadError)):
-                raise LoadError(f"load into {cls.name} failed: {e}") from None
-            raise e from None
-        finally:
-            ticker.cancel()
-            res.seconds = time.perf_counter() - sampler.t0
-            res.client_cpu_seconds = (_cpu_self() - cpu0) + (_cpu_children() - cpuc0)
-            if scpu0 is not None:
-                res.server_cpu_seconds = _cpu_of(server_pids) - scpu0
-            sampler.sample()
-            sampler.close()
-            res.timeline = sampler.timeline
-            res.rows, res.values, res.bytes, res.batches, res.backoffs, us = sampler.totals()
-            res.backoff_seconds = us / 1e6
-        await target.flush()
-        if opts.verify:
-            res.counted = await target.count(tables)
-            res.verified = res.counted == res.expected
-            if not res.verified:
-                raise LoadError(f"verify failed: {cls.name} holds {res.counted:,} {cls.count_unit}, "
-                                f"the data file has {res.expected:,}")
-        if opts.compact:
-            t = time.perf_counter()
-            await target.compact()
-            res.compact_seconds = time.perf_counter() - t
-        res.disk = await target.disk_bytes()
-        if datadir:
-            from .servers.base import allocated_bytes
-
-            res.disk["datadir_allocated_bytes"] = allocated_bytes(datadir)
+        await target.create(tables, opts.if_exists)
+        await _timed(target, df, tables, opts, res, server_pids)
+        await _settle(target, tables, opts, res, datadir)
     except LoadError as exc:
         res.status, res.reason = "failed", str(exc)
         exc.result = res
         raise
     return res
+
+
+def _check_fit(cls: type[Target], df: DataFile, opts: LoadOptions) -> None:
+    if opts.processes > 1 and not cls.multiprocess:
+        raise UserError(f"--processes: target {cls.name} loads from one process only")
+    if not cls.accepts(df.format):
+        raise UserError(f"target {cls.name} loads {cls.format} data; {df.path} is {df.format} "
+                        f"(generate it with --format {cls.format})")
+
+
+async def _timed(target: Target, df: DataFile, tables: Tables, opts: LoadOptions, res: LoadResult,
+                 server_pids: list[int] | None) -> None:
+    """The timed part: every batch acknowledged, with the per-second timeline and CPU seconds."""
+    counters = mp.RawArray("q", N_COUNTERS * opts.processes)
+    sampler = _Sampler(counters, opts.processes, df.rows, f"load {res.target}", opts.progress)
+    cpu0, cpuc0, scpu0 = _cpu_self(), _cpu_children(), _cpu_of(server_pids)
+    ticker = asyncio.create_task(sampler.run())
+    try:
+        if opts.processes == 1:
+            layout = csv_layout(tables) if df.format == "csv" else None
+            await _pump(target, BatchReader(df.path, df.format, opts.batch_size, df.compression, layout),
+                        opts, counters, 0)
+        else:
+            await _load_processes(target, df, tables, opts, counters)
+    except BaseException as exc:
+        e = _first_error(exc)
+        if isinstance(e, (Fatal, Retryable, LoadError)):
+            raise LoadError(f"load into {res.target} failed: {e}") from None
+        raise e from None
+    finally:
+        ticker.cancel()
+        res.seconds = time.perf_counter() - sampler.t0
+        res.client_cpu_seconds = (_cpu_self() - cpu0) + (_cpu_children() - cpuc0)
+        if scpu0 is not None:
+            res.server_cpu_seconds = _cpu_of(server_pids) - scpu0
+        sampler.sample()
+        sampler.close()
+        res.timeline = sampler.timeline
+        res.rows, res.values, res.bytes, res.batches, res.backoffs, us = sampler.totals()
+        res.backoff_seconds = us / 1e6
+
+
+async def _settle(target: Target, tables: Tables, opts: LoadOptions, res: LoadResult, datadir: str | None) -> None:
+    """Untimed: flush, verify the count, compact, and measure the disk figures."""
+    await target.flush()
+    if opts.verify:
+        res.counted = await target.count(tables)
+        res.verified = res.counted == res.expected
+        if not res.verified:
+            raise LoadError(f"verify failed: {res.target} holds {res.counted:,} {res.count_unit}, "
+                            f"the data file has {res.expected:,}")
+    if opts.compact:
+        t = time.perf_counter()
+        await target.compact()
+        res.compact_seconds = time.perf_counter() - t
+    res.disk = await target.disk_bytes()
+    res.own_disk_bytes = res.disk.get(type(target).own_disk_figure) if type(target).own_disk_figure else None
+    if datadir:
+        res.datadir_bytes = res.disk["datadir_allocated_bytes"] = allocated_bytes(datadir)
 
 
 async def _load_processes(target: Target, df: DataFile, tables: Tables, opts: LoadOptions, counters) -> None:

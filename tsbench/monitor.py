@@ -19,7 +19,7 @@ from typing import Callable
 
 import psutil
 
-from .servers.base import allocated_bytes
+from .databases.server import allocated_bytes
 
 
 class ResourceMonitor:

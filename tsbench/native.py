@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import UserError
-from .schema import Compiled
+from .schema import FAULT_SETTINGS, Compiled
 
-API_VERSION = 2  # TS_API_VERSION of the csrc/tsbench.h this package was written against
+API_VERSION = 3  # TS_API_VERSION of the csrc/tsbench.h this package was written against
 
 FORMATS = {"influx": 0, "csv": 1}  # TS_FMT_* values
 
@@ -113,10 +113,7 @@ class Simulator:
         sc.fields, sc.n_fields = fields, len(compiled.fields)
         sc.table, sc.n_table = arr("double", compiled.table), len(compiled.table)
         sc.itable, sc.n_itable = arr("int32_t", compiled.itable), len(compiled.itable)
-        fa = compiled.faults
-        sc.faults = {"group_size": fa.group_size, "group_drop": fa.group_drop, "group_late": fa.group_late,
-                     "entry_missing": fa.entry_missing, "entry_late": fa.entry_late,
-                     "field_null": fa.field_null, "tag_null": fa.tag_null, "max_delay": fa.max_delay}
+        sc.faults = {s.name: s.type(getattr(compiled.faults, s.name)) for s in FAULT_SETTINGS}
         keep += [parts, tags, series, fields]
         err = ffi.new("char[]", 512)
         sim = lib.ts_sim_new(sc, seed & 0xFFFFFFFFFFFFFFFF, entity_lo, entity_hi, start_ns, interval_ns, epochs,

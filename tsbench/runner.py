@@ -21,10 +21,12 @@ import sys
 import time
 import traceback
 
-from .errors import UserError
-from .experiment import Experiment, cells, describe_cell
+from . import session
+from .errors import Fatal, Retryable, Unsupported, UserError
+from .execute import ExecOptions, ExecResult
+from .experiment import Cell, Experiment, cells, describe_cell
+from .load import LoadError, LoadOptions, LoadResult
 from .monitor import ResourceMonitor
-from .targets.base import Fatal, Retryable, Unsupported
 
 
 def _dataset_key(decl: dict, fmt: str) -> str:
@@ -56,9 +58,43 @@ def _ms(v) -> str:
     return "-" if v is None else f"{v:,.2f} ms"
 
 
+def cell_row(c: Cell) -> dict:
+    """The cells table's columns known before the cell runs."""
+    return {"cell": c.id, "dataset": c.dataset_name, "target_name": c.target_name,
+            "target": c.target.target, "server": c.target.server,
+            "options": json.dumps(c.target.options, sort_keys=True),
+            "knobs": json.dumps(c.knobs, sort_keys=True), "repetition": c.repetition,
+            "workers": c.load.workers, "batch_size": c.load.batch_size, "status": "ok", "reason": ""}
+
+
+def load_columns(res: LoadResult) -> dict:
+    """The cells table's columns of a finished load."""
+    return {"rows": res.rows, "values": res.values, "bytes": res.bytes, "load_seconds": round(res.seconds, 3),
+            "rows_per_s": res.rate(res.rows), "values_per_s": res.rate(res.values),
+            "mb_per_s": round(res.bytes / res.seconds / 1e6, 2) if res.seconds else None,
+            "client_cpu_s": round(res.client_cpu_seconds, 3),
+            "server_cpu_s": None if res.server_cpu_seconds is None else round(res.server_cpu_seconds, 3),
+            "backoffs": res.backoffs, "backoff_seconds": round(res.backoff_seconds, 3),
+            "compact_seconds": None if res.compact_seconds is None else round(res.compact_seconds, 3),
+            "verified": res.verified, "counted": res.counted, "expected": res.expected,
+            "disk": json.dumps(res.disk, sort_keys=True), "disk_bytes": res.datadir_bytes,
+            "disk_own_bytes": res.own_disk_bytes}
+
+
+def query_columns(er: ExecResult) -> dict:
+    """The cells table's columns of a finished execute (with validation)."""
+    allst = er.stats()[-1]
+    bad = [v for v in er.validation if not v["ok"]]
+    return {"execute_seconds": round(er.seconds, 3), "queries_run": len(er.records),
+            "query_errors": allst["errors"], "mismatches": len(bad), "validated": len(er.validation),
+            "unsupported": json.dumps(er.unsupported), "cache": er.cache, "query_p50_ms": allst.get("p50_ms"),
+            "query_p99_ms": allst.get("p99_ms"), "qps": allst.get("qps")}
+
+
 class Runner:
     def __init__(self, exp: Experiment, results: str | pathlib.Path = "results", quiet: bool = False):
         self.exp, self.quiet = exp, quiet
+        self.phases = set(exp.phases)
         self.run_id = time.strftime("%Y%m%dT%H%M%S")
         self.dir = pathlib.Path(results) / exp.name / self.run_id
         self.data_dir = pathlib.Path(results) / exp.name / "data"
@@ -82,28 +118,8 @@ class Runner:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         try:
             for c in all_cells:
-                self.say(f"[{c['id'] + 1}/{len(all_cells)}] {describe_cell(c)}")
-                row = {"cell": c["id"], "dataset": c["dataset_name"], "target_name": c["target_name"],
-                       "target": c["target"]["target"], "server": c["target"]["server"],
-                       "options": json.dumps(c["target"]["options"], sort_keys=True),
-                       "knobs": json.dumps(c["knobs"], sort_keys=True), "repetition": c["repetition"],
-                       "workers": c["load"]["workers"], "batch_size": c["load"]["batch_size"],
-                       "status": "ok", "reason": ""}
-                self.cell_rows.append(row)
-                t0 = time.perf_counter()
-                try:
-                    asyncio.run(self._cell(c, row))
-                except KeyboardInterrupt:
-                    row.update(status="interrupted", reason="interrupted by the user (Ctrl-C)")
-                    raise
-                except (UserError, Fatal, Retryable, Unsupported, OSError, asyncio.TimeoutError) as exc:
-                    row.update(status="failed", reason=str(exc) or type(exc).__name__)
-                    self.say(f"cell {c['id']} failed: {row['reason']}")
-                except Exception as exc:         # a bug of ours: recorded with its trace, and the run goes on
-                    row.update(status="failed", reason=f"internal error: {type(exc).__name__}: {exc}")
-                    self.say(f"cell {c['id']} failed: {row['reason']}\n{traceback.format_exc()}")
-                finally:
-                    row["cell_seconds"] = round(time.perf_counter() - t0, 3)
+                self.say(f"[{c.id + 1}/{len(all_cells)}] {describe_cell(c)}")
+                self._run_cell(c)
         except KeyboardInterrupt:
             self.interrupted = True
             self.say("interrupted: finished cells are kept, the current cell is marked interrupted")
@@ -111,143 +127,144 @@ class Runner:
             self._write()
         return self.dir
 
-    def _datafile(self, c: dict, fmt: str):
+    def _run_cell(self, c: Cell) -> None:
+        """One cell; any error fails that cell only (the server's words, or ours with a trace)."""
+        row = cell_row(c)
+        self.cell_rows.append(row)
+        t0 = time.perf_counter()
+        try:
+            asyncio.run(self._cell(c, row))
+        except KeyboardInterrupt:
+            row.update(status="interrupted", reason="interrupted by the user (Ctrl-C)")
+            raise
+        except (UserError, Fatal, Retryable, Unsupported, OSError, asyncio.TimeoutError) as exc:
+            row.update(status="failed", reason=str(exc) or type(exc).__name__)
+            self.say(f"cell {c.id} failed: {row['reason']}")
+        except Exception as exc:         # a bug of ours: recorded with its trace, and the run goes on
+            row.update(status="failed", reason=f"internal error: {type(exc).__name__}: {exc}")
+            self.say(f"cell {c.id} failed: {row['reason']}\n{traceback.format_exc()}")
+        finally:
+            row["cell_seconds"] = round(time.perf_counter() - t0, 3)
+
+    def _datafile(self, c: Cell, fmt: str):
         from .dataset import DatasetSpec, resolve
         from .datafile import open_datafile
         from .generate import generate
 
-        key = _dataset_key(c["dataset"], fmt)
-        path = self.data_dir / f"{c['dataset_name']}-{key}.{fmt}"
+        decl = c.dataset.model_dump()
+        path = self.data_dir / f"{c.dataset_name}-{_dataset_key(decl, fmt)}.{fmt}"
         if not pathlib.Path(str(path) + ".manifest.json").exists():
-            self.say(f"generating {c['dataset_name']} ({fmt})")
-            ds = resolve(DatasetSpec(**c["dataset"]))
+            self.say(f"generating {c.dataset_name} ({fmt})")
+            ds = resolve(DatasetSpec(**decl))
             t0 = time.perf_counter()
             # several processes write the same bytes as one, faster
             generate(ds, fmt, str(path), None, None, 1, min(os.cpu_count() or 1, 4), show_progress=not self.quiet)
             self.say(f"generated {path.name} in {time.perf_counter() - t0:.1f} s")
         df = open_datafile(path)
-        self.datasets[c["dataset_name"]] = {"spec": df.dataset.describe(), "sha256": df.manifest.get("sha256"),
-                                            "rows": df.rows, "values": df.values}
+        self.datasets[c.dataset_name] = {"spec": df.dataset.describe(), "sha256": df.manifest.get("sha256"),
+                                         "rows": df.rows, "values": df.values}
         return df
 
-    async def _cell(self, c: dict, row: dict) -> None:
-        from . import targets
-        from .connect import connect
+    async def _cell(self, c: Cell, row: dict) -> None:
+        from . import databases
 
-        phases = set(self.exp.phases)
-        cls = targets.get(c["target"]["target"])
-        df = self._datafile(c, cls.format)
-        if phases <= {"generate"}:
+        df = self._datafile(c, databases.target_class(c.target.target).format)
+        if self.phases <= {"generate"}:
             return
-        t = c["target"]
-        if "load" in phases:
+        if "load" in self.phases:
             await self._ceiling(c, df)
-        async with connect(t["target"], t["server"], t["options"], t["server_options"],
-                           name=f"{self.exp.name}-{t['target']}", announce=not self.quiet) as conn:
-            mon = ResourceMonitor(conn.server.pids if conn.server else None, conn.datadir, labels={"cell": c["id"]})
+        t = c.target
+        reach = session.Reach(t.target, t.server, t.options, t.server_options, name=f"{self.exp.name}-{t.target}")
+        async with session.open_target(reach, announce=not self.quiet) as conn:
+            mon = ResourceMonitor(conn.server.pids if conn.server else None, conn.datadir, labels={"cell": c.id})
             try:
                 with mon:
-                    await self._phases(c, row, df, conn, mon)
+                    row["server_version"] = await session.server_version(conn)
+                    self.servers[c.target_name] = row["server_version"]
+                    if "load" in self.phases:
+                        await self._load(c, row, df, conn, mon)
+                    if self.phases & {"queries", "execute", "validate"} and c.queries_here:
+                        await self._queries(c, row, df, conn, mon)
             finally:
                 self.resource_rows.extend(mon.rows)
                 row.update(mon.peaks())
 
-    async def _phases(self, c: dict, row: dict, df, conn, mon: ResourceMonitor) -> None:
-        from . import queries
-        from .execute import ExecOptions, execute
-        from .load import LoadError, LoadOptions, load
+    async def _load(self, c: Cell, row: dict, df, conn, mon: ResourceMonitor) -> None:
+        mon.phase = "load"
+        lo = c.load
+        self.say(f"load: {df.rows:,} rows, {lo.workers} workers x {lo.batch_size:,}")
+        opts = LoadOptions(workers=lo.workers, batch_size=lo.batch_size, processes=lo.processes,
+                           if_exists="drop", progress=not self.quiet)
+        try:
+            res = await session.load(conn, df, opts)
+        except LoadError as exc:
+            if getattr(exc, "result", None) is not None:
+                self._load_rows(c, exc.result)
+            raise
+        self._load_rows(c, res)
+        row.update(load_columns(res))
+        self.say(f"loaded in {res.seconds:.1f} s: {row['rows_per_s']:,.0f} rows/s, {row['values_per_s']:,.0f} "
+                 f"values/s, {row['mb_per_s']:.1f} MB/s; verified {res.counted:,} {res.count_unit}; "
+                 f"disk {(res.datadir_bytes or 0) / 1e6:,.1f} MB")
 
-        phases = set(self.exp.phases)
-        row["server_version"] = await conn.target.version() or (
-            conn.server.state.version if conn.server and conn.server.state else "")
-        self.servers[c["target_name"]] = row["server_version"]
-        if "load" in phases:
-            mon.phase = "load"
-            lo = c["load"]
-            self.say(f"load: {df.rows:,} rows, {lo['workers']} workers x {lo['batch_size']:,}")
-            try:
-                res = await load(conn.target, df, LoadOptions(workers=lo["workers"], batch_size=lo["batch_size"],
-                                                              processes=lo["processes"], if_exists="drop",
-                                                              progress=not self.quiet), conn.datadir,
-                                 conn.server.pids() if conn.server else None)
-            except LoadError as exc:
-                res = getattr(exc, "result", None)
-                if res is not None:
-                    self._load_rows(c, res)
-                raise
-            self._load_rows(c, res)
-            s = res.summary()
-            row.update(rows=s["rows"], values=s["values"], bytes=s["bytes"], load_seconds=s["seconds"],
-                       rows_per_s=s["rows_per_s"], values_per_s=s["values_per_s"], mb_per_s=s["mb_per_s"],
-                       client_cpu_s=s["client_cpu_seconds"], server_cpu_s=s["server_cpu_seconds"],
-                       backoffs=s["backoffs"], backoff_seconds=s["backoff_seconds"],
-                       compact_seconds=s["compact_seconds"], verified=s["verify"]["ok"], counted=s["verify"]["counted"],
-                       expected=s["verify"]["expected"], disk=json.dumps(s["disk"], sort_keys=True),
-                       disk_bytes=s["disk"].get("datadir_allocated_bytes") or max(s["disk"].values(), default=None),
-                       disk_own_bytes=next((v for k, v in s["disk"].items() if k != "datadir_allocated_bytes"), None))
-            self.say(f"loaded in {s['seconds']:.1f} s: {s['rows_per_s']:,.0f} rows/s, {s['values_per_s']:,.0f} values/s, "
-                     f"{s['mb_per_s']:.1f} MB/s; verified {s['verify']['counted']:,} {res.count_unit}; "
-                     f"disk {row['disk_bytes'] / 1e6 if row['disk_bytes'] else 0:,.1f} MB")
-        if phases & {"queries", "execute", "validate"} and c["queries_here"]:
-            mon.phase = "queries"
-            ds = df.dataset
-            q = c["queries"]
-            ctx = queries.context(ds)
-            names = list(q["types"]) or [n for n, qt in queries.CATALOG.items()
-                                         if qt.family in q["families"] and qt.applies(ctx) is None]
-            if not names:
-                return
-            specs = queries.generate(ds, names, q["count"], q["seed"])
-            ref = None
-            if "validate" in phases:
-                from .queries.reference import Reference
+    async def _queries(self, c: Cell, row: dict, df, conn, mon: ResourceMonitor) -> None:
+        mon.phase = "queries"
+        ds, q, ex = df.dataset, c.queries, c.execute
+        names = session.select_types(ds, q.types, q.families)
+        if not names:
+            return
+        specs = session.draw(ds, names, q.count, q.seed)
+        ref = self._reference(c, ds) if "validate" in self.phases else None
+        mon.phase = "execute"
+        self.say(f"execute: {len(specs)} queries of {len(names)} types, {ex.workers} workers, {ex.cache} cache"
+                 + (", validated" if ref is not None else ""))
+        opts = ExecOptions(workers=ex.workers, count=ex.count, burn_in=ex.burn_in, cache=ex.cache,
+                           validate=ref is not None, progress=not self.quiet)
+        er = await session.run_queries(conn, ds, specs, opts, ref)
+        self._record_queries(c, row, er, ref is not None)
 
-                ref = self._refs.get(c["dataset_name"]) or Reference(ds)
-                self._refs[c["dataset_name"]] = ref
-            await conn.target.attach(df.tables())
-            mon.phase = "execute"
-            ex = c["execute"]
-            self.say(f"execute: {len(specs)} queries of {len(names)} types, {ex['workers']} workers, {ex['cache']} cache"
-                     + (", validated" if ref is not None else ""))
-            er = await execute(conn.target, specs, ExecOptions(
-                workers=ex["workers"], count=ex["count"], burn_in=ex["burn_in"], cache=ex["cache"],
-                validate=ref is not None, progress=not self.quiet), ref, conn.server)
-            verdict = {v["id"]: v["ok"] for v in er.validation}
-            t0 = min((r["start"] for r in er.records), default=0.0)
-            for r in er.records:
-                self.query_rows.append({"cell": c["id"], **r, "start": round(r["start"] - t0, 6),
-                                        "valid": verdict.get(r["id"])})
-            bad = [v for v in er.validation if not v["ok"]]
-            allst = er.stats()[-1]
-            row.update(execute_seconds=round(er.seconds, 3), queries_run=len(er.records), query_errors=allst["errors"], mismatches=len(bad),
-                       validated=len(er.validation), unsupported=json.dumps(er.unsupported), cache=er.cache,
-                       query_p50_ms=allst.get("p50_ms"), query_p99_ms=allst.get("p99_ms"), qps=allst.get("qps"))
-            self.say(f"executed {len(er.records)}: p50 {_ms(allst.get('p50_ms'))}, p99 {_ms(allst.get('p99_ms'))}, "
-                     f"{allst['errors']} errors" + (f", {len(er.validation) - len(bad)}/{len(er.validation)} equal to "
-                                                   f"the reference" if ref is not None else "")
-                     + (f", unsupported: {', '.join(er.unsupported)}" if er.unsupported else ""))
-            if bad:
-                row.update(status="failed", reason=f"{len(bad)} answers differ from the reference: "
-                                                   + bad[0]["diff"].splitlines()[0])
+    def _reference(self, c: Cell, ds):
+        """One reference engine per dataset, shared by the cells that query it."""
+        if c.dataset_name not in self._refs:
+            self._refs[c.dataset_name] = session.reference(ds)
+        return self._refs[c.dataset_name]
 
-    async def _ceiling(self, c: dict, df) -> None:
+    def _record_queries(self, c: Cell, row: dict, er: ExecResult, validated: bool) -> None:
+        verdict = {v["id"]: v["ok"] for v in er.validation}
+        t0 = min((r["start"] for r in er.records), default=0.0)
+        for r in er.records:
+            self.query_rows.append({"cell": c.id, **r, "start": round(r["start"] - t0, 6),
+                                    "valid": verdict.get(r["id"])})
+        row.update(query_columns(er))
+        bad = [v for v in er.validation if not v["ok"]]
+        self.say(f"executed {len(er.records)}: p50 {_ms(row['query_p50_ms'])}, p99 {_ms(row['query_p99_ms'])}, "
+                 f"{row['query_errors']} errors"
+                 + (f", {len(er.validation) - len(bad)}/{len(er.validation)} equal to the reference"
+                    if validated else "")
+                 + (f", unsupported: {', '.join(er.unsupported)}" if er.unsupported else ""))
+        if bad:
+            row.update(status="failed", reason=f"{len(bad)} answers differ from the reference: "
+                                               + bad[0]["diff"].splitlines()[0])
+
+    async def _ceiling(self, c: Cell, df) -> None:
         """The harness ceiling: the same file and batch size into the null target (no
         database, no network), once per data file and batch size."""
-        from .load import LoadOptions, load
-        from .targets.null import NullTarget
+        from . import databases
+        from .load import load
 
-        bs = c["load"]["batch_size"]
+        bs = c.load.batch_size
         key = f"{pathlib.Path(df.path).name} batch {bs}"
         if key in self.ceilings:
             return
-        s = (await load(NullTarget(), df, LoadOptions(workers=1, batch_size=bs, progress=False))).summary()
+        null = databases.target_class("null")()
+        s = (await load(null, df, LoadOptions(workers=1, batch_size=bs, progress=False))).summary()
         self.ceilings[key] = {"rows_per_s": s["rows_per_s"], "values_per_s": s["values_per_s"],
                               "mb_per_s": s["mb_per_s"], "seconds": s["seconds"]}
         self.say(f"harness ceiling ({key}): {s['rows_per_s']:,.0f} rows/s")
 
-    def _load_rows(self, c: dict, res) -> None:
+    def _load_rows(self, c: Cell, res) -> None:
         for t in res.timeline:
-            self.load_rows.append({"cell": c["id"], **t})
+            self.load_rows.append({"cell": c.id, **t})
 
     def _write(self) -> None:
         import pyarrow as pa

@@ -1,6 +1,7 @@
 """Declarations of generated data (phase 1, generate): series, tags, fields and
-their evolutions, as plain Python objects that use cases build and that
-`compile_schema` turns into the flat arrays the C simulator takes.
+their evolutions, and imperfect delivery (FAULT_SETTINGS), as plain Python
+objects that use cases build and that `compile_schema` turns into the flat
+arrays the C simulator takes.
 
 Nothing here runs per row: a schema is compiled once per simulator.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from typing import Mapping, Sequence
 
 from .errors import UserError
@@ -242,17 +243,55 @@ class Series:
 
 
 @dataclass(frozen=True)
-class Faults:
-    """Imperfect delivery, per (entity, series) stream; see ts_faults in tsbench.h."""
+class FaultSetting:
+    """One imperfect-delivery setting. FAULT_SETTINGS is the one definition: the
+    Faults fields, the iot --param and custom `faults:` keys with their
+    validation, and the fields of ts_faults (tsbench.h, same names and order;
+    int is int32_t, float is double) all follow it."""
 
-    group_size: int = 10
-    group_drop: float = 0.0
-    group_late: float = 0.0
-    entry_missing: float = 0.0
-    entry_late: float = 0.0
-    field_null: float = 0.0
-    tag_null: float = 0.0
-    max_delay: int = 10
+    name: str
+    type: type        # int or float
+    default: float    # with no faults declared: perfect data (custom schemas, devops, ...)
+    iot: float        # the iot use case's default (TSBS's)
+    lo: float         # the valid range, inclusive; hi None: unbounded
+    hi: float | None
+    doc: str
+
+    @property
+    def bounds(self) -> str:
+        return f">= {self.lo}" if self.hi is None else f"within [{self.lo}, {self.hi}]"
+
+    def check(self, v, where: str) -> None:
+        """A UserError naming the setting unless v is of its type and within its range."""
+        ok = isinstance(v, (int, float) if self.type is float else int) and not isinstance(v, bool)
+        if not ok or not self.lo <= v <= (math.inf if self.hi is None else self.hi):
+            raise UserError(f"{where}: faults: {self.name}={v!r} is not {self.type.__name__} {self.bounds}")
+
+
+def _prob(name: str, iot: float, doc: str) -> FaultSetting:
+    return FaultSetting(name, float, 0.0, iot, 0, 1, doc)
+
+
+FAULT_SETTINGS: tuple[FaultSetting, ...] = (
+    FaultSetting("group_size", int, 10, 10, 1, None,
+                 "each (entity, series) stream is cut into groups of this many epochs"),
+    _prob("group_drop", 0.01, "probability per group that every entry is dropped"),
+    _prob("group_late", 0.05, "probability per group that every entry is delivered group_size epochs late"),
+    _prob("missing", 0.10, "probability per entry that it is not delivered"),
+    _prob("late", 0.30, "probability per entry that it is delivered 1..max_delay epochs late"),
+    _prob("null_field", 0.10, "probability per entry that one field (not the only one) is null"),
+    _prob("null_tag", 0.01, "probability per entry that one tag (never the first) is null"),
+    FaultSetting("max_delay", int, 10, 10, 1, None, "the most epochs a late entry is delivered late"),
+)
+
+
+def fault_defaults(which: str = "default") -> dict[str, float]:
+    """{name: default} of every setting; which: "default" (perfect data) or "iot"."""
+    return {s.name: getattr(s, which) for s in FAULT_SETTINGS}
+
+
+class _FaultsBase:
+    """What Faults (fields: FAULT_SETTINGS) adds to its fields."""
 
     @property
     def max_lateness(self) -> int:
@@ -260,9 +299,19 @@ class Faults:
         late = 0
         if self.group_late > 0:
             late = self.group_size
-        if self.entry_late > 0:
+        if self.late > 0:
             late = max(late, self.max_delay)
         return late
+
+    def check(self, where: str) -> None:
+        for s in FAULT_SETTINGS:
+            s.check(getattr(self, s.name), where)
+
+
+Faults = make_dataclass(
+    "Faults", [(s.name, s.type, field(default=s.default)) for s in FAULT_SETTINGS], bases=(_FaultsBase,),
+    frozen=True, namespace={"__module__": __name__, "__doc__": "Imperfect delivery, per (entity, series) "
+                            "stream: one value per FAULT_SETTINGS entry, perfect data by default."})
 
 
 @dataclass(frozen=True)
@@ -397,13 +446,7 @@ def compile_schema(schema: Schema) -> Compiled:
     stroff = [0]
     for b in strings:
         stroff.append(stroff[-1] + len(b) + 1)
-    fa = schema.faults
-    for name in ("group_drop", "group_late", "entry_missing", "entry_late", "field_null", "tag_null"):
-        v = getattr(fa, name)
-        if not 0.0 <= v <= 1.0:
-            raise UserError(f"{name}: fault probability {name}={v} is not within [0, 1]")
-    if fa.group_size < 1 or fa.max_delay < 1:
-        raise UserError(f"{name}: group_size and max_delay must be >= 1")
+    schema.faults.check(name)
     return Compiled(
         strtab=b"".join(b + b"\x00" for b in strings),
         stroff=stroff,
@@ -414,7 +457,7 @@ def compile_schema(schema: Schema) -> Compiled:
         fields=fields_out,
         table=table,
         itable=itable,
-        faults=fa,
+        faults=schema.faults,
     )
 
 

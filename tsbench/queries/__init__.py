@@ -34,11 +34,6 @@ class _EntityValues:
         return self.cache[i]
 
 
-def sql_types() -> frozenset[str]:
-    """Every type with a SQL meaning: what the SQL targets (DuckDB, PostgreSQL) run."""
-    return frozenset(CATALOG)
-
-
 def context(ds: Dataset) -> DatasetContext:
     from ..datafile import tables_of
     from ..native import Simulator

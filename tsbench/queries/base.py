@@ -4,7 +4,7 @@ A QueryType is a kind of query (TSBS's single-groupby-1-1-1, the seed's max-cpu-
 ...): it draws its parameters once from the seed (hosts, windows, thresholds),
 says which dataset it needs, and states its meaning as SQL over the reference
 tables (one table per measurement: time TIMESTAMPTZ, tag columns, field columns),
-written against a small SqlDialect so PostgreSQL and DuckDB render the same
+written against a small SqlSpelling so PostgreSQL and DuckDB render the same
 meaning. A QuerySpec is one drawn query (type + params), stored in a queries file
 that every target renders from.
 
@@ -13,18 +13,25 @@ Every answer is normalized to canonical rows: (time_ns or None, *group values,
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import UserError
-from ..targets.base import Tables
+from ..model import Tables
 
 MINUTE = 60 * 10**9
 HOUR = 60 * MINUTE
 DAY = 24 * HOUR
+
+
+BASIC_SHAPES = ("aggregate", "rows", "last")
+
+
+def shape_of(params: dict) -> str:
+    """The shape a drawn query takes: aggregate, rows, last, or a custom type's own name."""
+    return params["type"] if params["shape"] == "custom" else params["shape"]
 
 
 @dataclass(frozen=True)
@@ -76,7 +83,7 @@ class DatasetContext:
         return self.tables.by_name().get(name)
 
 
-class SqlDialect:
+class SqlSpelling:
     """How the reference tables are spelled in one SQL engine. Subclasses change
     the FROM clause (PostgreSQL's tag table), column references and time math."""
 
@@ -137,6 +144,7 @@ class QueryType:
     doc: str
     needs: dict                               # measurement -> fields it reads
     make: Callable[[np.random.Generator, "DatasetContext"], dict]
+    shape: str                                # aggregate | rows | last | the custom shape's name (iot)
 
     def applies(self, ctx: "DatasetContext") -> str | None:
         """None if the dataset has what this type reads, else the reason in one line."""
@@ -173,83 +181,3 @@ def draw_entities(rng: np.random.Generator, ctx: DatasetContext, tag: str, n: in
                         f"(raise --scale or pick another query type)")
     idx = rng.choice(len(values), size=n, replace=False)
     return [values[i] for i in sorted(int(i) for i in idx)]
-
-
-# ---- comparing answers ------------------------------------------------------------------------
-
-DEFAULT_REL_TOL = 1e-9
-
-
-@dataclass
-class Mismatch:
-    reason: str
-    expected: list[tuple]
-    got: list[tuple]
-
-    def diff(self, limit: int = 5) -> str:
-        """A readable diff of the first differing rows."""
-        lines = [self.reason]
-        exp, got = self.expected, self.got
-        i = next((k for k in range(min(len(exp), len(got))) if exp[k] != got[k]), min(len(exp), len(got)))
-        for k in range(i, min(i + limit, max(len(exp), len(got)))):
-            e = exp[k] if k < len(exp) else "(none)"
-            g = got[k] if k < len(got) else "(none)"
-            lines.append(f"  row {k}: expected {e}")
-            lines.append(f"  row {k}:      got {g}")
-        return "\n".join(lines)
-
-
-def plain(v):
-    """A database value as a plain Python value (Decimal -> int or float)."""
-    from decimal import Decimal
-
-    if isinstance(v, Decimal):
-        return int(v) if v == v.to_integral_value() else float(v)
-    return v
-
-
-def _norm(rows: list[tuple], n_lead: int) -> list[tuple]:
-    """Drop rows whose values are all null (an empty bucket is the same as a missing
-    one, in every dialect) and sort by time and group."""
-    rows = [tuple(plain(v) for v in r) for r in rows]
-    out = [r for r in rows if any(v is not None and not (isinstance(v, float) and math.isnan(v))
-                                          for v in r[n_lead:])]
-    def key(r):          # time and group first, then the values: ties sort alike
-        return tuple((x is None, "" if x is None else str(x)) if isinstance(x, str) or x is None
-                     else (False, x) for x in r[:n_lead]) + \
-            tuple((x is None, 0.0 if x is None else float(x)) if not isinstance(x, str) else (False, 0.0)
-                  for x in r[n_lead:])
-    out.sort(key=key)
-    return out
-
-
-def compare(p: dict, expected: list[tuple], got: list[tuple], rel_tol: float = DEFAULT_REL_TOL) -> Mismatch | None:
-    """Integers and strings exactly, floats within rel_tol; nulls equal only nulls."""
-    from .shapes import columns
-
-    has_time, group, values = columns(p)
-    n_lead = (1 if has_time else 0) + len(group)
-    kinds = [v.kind for v in values]
-    exp, act = _norm(expected, n_lead), _norm(got, n_lead)
-    if len(exp) != len(act):
-        return Mismatch(f"{len(act)} rows, expected {len(exp)}", exp, act)
-    for k, (e, g) in enumerate(zip(exp, act)):
-        if len(e) != len(g):
-            return Mismatch(f"row {k} has {len(g)} columns, expected {len(e)}", exp, act)
-        if tuple(e[:n_lead]) != tuple(g[:n_lead]):
-            return Mismatch(f"row {k}: time/group {tuple(g[:n_lead])}, expected {tuple(e[:n_lead])}", exp, act)
-        for j, kind in enumerate(kinds):
-            a, b = e[n_lead + j], g[n_lead + j]
-            if a is None or b is None:
-                if a is not b:
-                    return Mismatch(f"row {k} column {j}: {b!r}, expected {a!r}", exp, act)
-                continue
-            if kind == "str":
-                ok = str(a) == str(b)
-            elif kind == "int":
-                ok = float(a) == float(b)
-            else:
-                ok = math.isclose(float(a), float(b), rel_tol=rel_tol, abs_tol=0.0) or float(a) == float(b)
-            if not ok:
-                return Mismatch(f"row {k} column {j} ({values[j].name}): {b!r}, expected {a!r}", exp, act)
-    return None

@@ -74,8 +74,8 @@ def _orderby_limit(rng, ctx) -> dict:
             "start": ctx.start_ns, "end": end, "bucket": MINUTE, "group_by": [], "order": "desc", "limit": 5}
 
 
-def _devops(name: str, doc: str, make, fields=CPU) -> None:
-    register(QueryType(name, "devops", doc, {"cpu": ("hostname", *fields)}, make))
+def _devops(name: str, doc: str, make, fields=CPU, shape: str = "aggregate") -> None:
+    register(QueryType(name, "devops", doc, {"cpu": ("hostname", *fields)}, make, shape))
 
 
 for n in (1, 2, 4, 8, 16, 32):
@@ -101,9 +101,11 @@ for hosts, hours in ((1, 8), (8, 8), (32, 24)):
 for label, fields in (("1", CPU[:1]), ("5", CPU[:5]), ("all", CPU)):
     _devops(f"double-groupby-{label}", f"TSBS: mean of {len(fields)} cpu field(s) per host per hour, all hosts, "
             f"random 12 h", partial(_per_host_mean, window=12 * HOUR, fields=fields), fields)
-_devops("high-cpu-all", "TSBS: cpu rows with usage_user > 90, all hosts, random 12 h", partial(_high_cpu, hosts=None))
-_devops("high-cpu-1", "TSBS: cpu rows with usage_user > 90, 1 random host, random 12 h", partial(_high_cpu, hosts=1))
-_devops("lastpoint", "TSBS: the newest cpu row of every host", _lastpoint)
+_devops("high-cpu-all", "TSBS: cpu rows with usage_user > 90, all hosts, random 12 h", partial(_high_cpu, hosts=None),
+        shape="rows")
+_devops("high-cpu-1", "TSBS: cpu rows with usage_user > 90, 1 random host, random 12 h", partial(_high_cpu, hosts=1),
+        shape="rows")
+_devops("lastpoint", "TSBS: the newest cpu row of every host", _lastpoint, shape="last")
 _devops("groupby-orderby-limit", "TSBS: max(usage_user) per minute before a random end, the newest 5 minutes",
         _orderby_limit, ("usage_user",))
 
@@ -120,10 +122,10 @@ def _flux_sum(rng, ctx, days: int, by_tag: bool) -> dict:
 
 for days in (1, 4, 12):
     register(QueryType(f"flux-sum-{days}d", "flux", f"range {days} d |> filter(m0, v0 > 0) |> sum",
-                       {"m0": ("v0",)}, partial(_flux_sum, days=days, by_tag=False)))
+                       {"m0": ("v0",)}, partial(_flux_sum, days=days, by_tag=False), "aggregate"))
     register(QueryType(f"flux-sum-by-tag-{days}d", "flux",
                        f"range {days} d |> filter(m0, v0 > 0) |> group(tag0) |> sum",
-                       {"m0": ("v0", "tag0")}, partial(_flux_sum, days=days, by_tag=True)))
+                       {"m0": ("v0", "tag0")}, partial(_flux_sum, days=days, by_tag=True), "aggregate"))
 
 
 # ---- relational study --------------------------------------------------------------------------
@@ -143,8 +145,9 @@ def _read(rng, ctx: DatasetContext, part: str) -> dict:
     return p
 
 
-register(QueryType("read-all", "relational", "every row of the first measurement", {}, partial(_read, part="all")))
+register(QueryType("read-all", "relational", "every row of the first measurement", {}, partial(_read, part="all"),
+                   "rows"))
 register(QueryType("read-tenth", "relational", "the rows of a random tenth of the time range", {},
-                   partial(_read, part="tenth")))
+                   partial(_read, part="tenth"), "rows"))
 register(QueryType("read-one", "relational", "one record: one entity at one random time", {},
-                   partial(_read, part="one")))
+                   partial(_read, part="one"), "rows"))

@@ -45,7 +45,7 @@ from functools import partial
 import numpy as np
 
 from ..usecases.iot import TRUCK_TAGS
-from .base import DAY, MINUTE, DatasetContext, QueryType, SqlDialect, Value, draw_entities, draw_window, lit
+from .base import DAY, MINUTE, DatasetContext, QueryType, SqlSpelling, Value, draw_entities, draw_window, lit
 from .catalog import CATALOG, CUSTOM, register
 
 TEN_MIN = 10 * MINUTE
@@ -85,11 +85,11 @@ class _Type:
     def columns(self, p: dict) -> tuple[bool, list[str], list[Value]]:
         raise NotImplementedError
 
-    def sql(self, p: dict, d: SqlDialect) -> str:
+    def sql(self, p: dict, d: SqlSpelling) -> str:
         raise NotImplementedError
 
 
-def _not_null(d: SqlDialect, m: str, *tags: str) -> list[str]:
+def _not_null(d: SqlSpelling, m: str, *tags: str) -> list[str]:
     return [f"{d.tag(m, t)} IS NOT NULL" for t in tags]
 
 
@@ -106,7 +106,7 @@ class _Newest(_Type):
     def columns(self, p):
         return True, ["name", "driver"], [Value(f) for f in self.fields]
 
-    def where(self, p: dict, d: SqlDialect) -> list[str]:
+    def where(self, p: dict, d: SqlSpelling) -> list[str]:
         m = self.measurement
         conds = _not_null(d, m, "name", "driver")
         if "names" in p:
@@ -410,7 +410,7 @@ def _make_all(rng, ctx, name: str, **kw):
 
 def _register(t: _Type, doc: str, needs: dict, make) -> None:
     CUSTOM[t.name] = t
-    register(QueryType(t.name, "iot", doc, needs, make))
+    register(QueryType(t.name, "iot", doc, needs, make, t.name))
 
 
 _LOC = ("name", "fleet", "driver", "longitude", "latitude")

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from ..dataset import Dataset
 from ..native import Simulator
-from .base import QuerySpec, SqlDialect, q
+from .base import QuerySpec, SqlSpelling, q
 from .shapes import sql
 
 CHUNK = 1 << 20
@@ -22,7 +22,7 @@ class Reference:
         self.ds = ds
         self.con = duckdb.connect()
         self.con.execute("SET TimeZone = 'UTC'")
-        self.dialect = SqlDialect()
+        self.dialect = SqlSpelling()
         self._answers: dict[str, list[tuple]] = {}
         self._load()
 

@@ -14,7 +14,7 @@ custom     a query type of its own (iot): rendered per type.
 
 from __future__ import annotations
 
-from .base import SqlDialect, Value, lit
+from .base import SqlSpelling, Value, lit
 
 AGG_SQL = {"max": "max", "min": "min", "mean": "avg", "sum": "sum", "count": "count"}
 OPS = (">", ">=", "<", "<=", "=")
@@ -39,7 +39,7 @@ def columns(p: dict) -> tuple[bool, list[str], list[Value]]:
     raise ValueError(f"unknown query shape {shape!r}")
 
 
-def _where(p: dict, d: SqlDialect) -> str:
+def _where(p: dict, d: SqlSpelling) -> str:
     m = p["measurement"]
     conds = [d.window(p["start"], p["end"])]
     if p.get("tag_values") is not None:
@@ -51,7 +51,7 @@ def _where(p: dict, d: SqlDialect) -> str:
     return " AND ".join(conds)
 
 
-def sql(p: dict, d: SqlDialect) -> str:
+def sql(p: dict, d: SqlSpelling) -> str:
     """The query in SQL over the reference tables, returning canonical columns."""
     shape = p["shape"]
     m = p["measurement"] if shape != "custom" else None

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..errors import UserError
-from ..schema import Schema
+from ..schema import FAULT_SETTINGS, Schema
 
 
 class NoParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def fault_model(name: str, defaults: str) -> type[BaseModel]:
+    """A pydantic model of the fault settings (FAULT_SETTINGS: types, ranges,
+    docs) with their `defaults` ("default" or "iot"); unknown keys are errors."""
+    fields = {s.name: (s.type, Field(getattr(s, defaults), ge=s.lo, le=s.hi, description=s.doc))
+              for s in FAULT_SETTINGS}
+    return create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
 
 
 class UseCase:

@@ -17,7 +17,7 @@ from ..errors import UserError, yaml_error
 from ..schema import (EVO, Dist, Faults, Field, Init, Schema, Series, Tag, choice_by_tag, choice_tag,
                       init_by_tag, init_choice, init_const, init_uniform, INIT_DRAW, parse_template)
 from ..timeutil import parse_duration
-from .base import UseCase
+from .base import UseCase, fault_model
 
 
 class _M(BaseModel):
@@ -81,15 +81,8 @@ class MeasurementSpec(_M):
     fields: list[FieldSpec] = PField(min_length=1)
 
 
-class FaultSpec(_M):
-    group_size: int = PField(10, ge=1)
-    group_drop: float = PField(0.0, ge=0, le=1)
-    group_late: float = PField(0.0, ge=0, le=1)
-    missing: float = PField(0.0, ge=0, le=1)
-    late: float = PField(0.0, ge=0, le=1)
-    null_field: float = PField(0.0, ge=0, le=1)
-    null_tag: float = PField(0.0, ge=0, le=1)
-    max_delay: int = PField(10, ge=1)
+# faults: {KEY: VALUE}: the fault settings, perfect data by default (schema.FAULT_SETTINGS)
+FaultSpec = fault_model("FaultSpec", "default")
 
 
 class SchemaSpec(_M):
@@ -256,10 +249,7 @@ class Custom(UseCase):
             tags = tuple(_tag(k, v, w) for k, v in m.tags.items())
             fields = tuple(_field(f, f"{w}.fields[{j}]") for j, f in enumerate(m.fields))
             series.append(Series(m.name, fields, tags))
-        fs = sp.faults
-        faults = Faults(group_size=fs.group_size, group_drop=fs.group_drop, group_late=fs.group_late,
-                        entry_missing=fs.missing, entry_late=fs.late, field_null=fs.null_field,
-                        tag_null=fs.null_tag, max_delay=fs.max_delay)
+        faults = Faults(**sp.faults.model_dump())
         return Schema(sp.name, tuple(series), entity_tags=entity_tags, faults=faults, origin=str(self.path))
 
 

@@ -9,11 +9,9 @@ is written 1..max_delay epochs later (a late group: group_size epochs later).
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field as PField
-
 from ..schema import (Faults, Field, Schema, Series, choice_tag, const, cwd, init_by_tag, init_uniform, normal,
                       tag, uniform, INIT_DRAW)
-from .base import UseCase
+from .base import UseCase, fault_model
 
 MODELS = {"F-150": (2000, 200, 15), "G-2000": (5000, 300, 19), "H-2": (1500, 150, 12)}
 
@@ -54,16 +52,8 @@ def diagnostics() -> Series:
     ))
 
 
-class IotParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    group_size: int = PField(10, ge=1)
-    group_drop: float = PField(0.01, ge=0, le=1)
-    group_late: float = PField(0.05, ge=0, le=1)
-    missing: float = PField(0.10, ge=0, le=1)
-    late: float = PField(0.30, ge=0, le=1)
-    null_field: float = PField(0.10, ge=0, le=1)
-    null_tag: float = PField(0.01, ge=0, le=1)
-    max_delay: int = PField(10, ge=1)
+# --param KEY=VALUE: the fault settings with TSBS's defaults (schema.FAULT_SETTINGS)
+IotParams = fault_model("IotParams", "iot")
 
 
 class Iot(UseCase):
@@ -74,8 +64,5 @@ class Iot(UseCase):
     Params = IotParams
 
     def schema(self) -> Schema:
-        p = self.params
-        faults = Faults(group_size=p.group_size, group_drop=p.group_drop, group_late=p.group_late,
-                        entry_missing=p.missing, entry_late=p.late, field_null=p.null_field,
-                        tag_null=p.null_tag, max_delay=p.max_delay)
+        faults = Faults(**self.params.model_dump())
         return Schema("iot", (readings(), diagnostics()), entity_tags=TRUCK_TAGS, faults=faults)

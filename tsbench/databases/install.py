@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 
 from ..errors import ServerError
-from .base import run_logged, say
+from .server import run_logged, say
 
 
 def apt_install(package: str, what: str, log: pathlib.Path) -> None:

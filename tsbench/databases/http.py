@@ -9,7 +9,7 @@ import asyncio
 import aiohttp
 
 from ..errors import UserError
-from .base import Fatal, Retryable
+from ..errors import Fatal, Retryable
 
 PUSHBACK_STATUS = frozenset({429, 502, 503, 504})
 

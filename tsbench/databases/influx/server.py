@@ -13,9 +13,9 @@ import re
 import shutil
 import subprocess
 
-from ..errors import UserError
-from .base import Server, bool_option, home, http_ok, say
-from .install import apt_install, go_build
+from ...errors import UserError
+from ..server import Server, bool_option, home, http_ok, say
+from ..install import apt_install, go_build
 
 GO_VERSION = "1.8.10"
 MODULE = "github.com/influxdata/influxdb"

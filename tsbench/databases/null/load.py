@@ -1,6 +1,6 @@
 """Null targets (phase 2): the harness ceiling. `null` discards each batch after
 the client-side work (reading and cutting the file, the workers' hand-off);
-`null-http` posts each batch to a null HTTP sink (servers/nullhttp.py) that
+`null-http` posts each batch to a null HTTP sink (server.py) that
 answers 204, to measure the HTTP path without a database."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import json
 
 from pydantic import BaseModel, ConfigDict
 
-from .base import Batch, Target, Tables
-from .http import HttpClient
+from ...model import Batch, Tables
+from ..target import Target
+from ..http import HttpClient
 
 
 class NullHttpOptions(BaseModel):
@@ -23,6 +24,7 @@ class NullTarget(Target):
     format = "influx"
     count_unit = "rows"
     multiprocess = False
+    keeps_data = False
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -49,6 +51,7 @@ class NullHttpTarget(Target):
     format = "influx"
     count_unit = "rows"
     server_kind = "null-http"
+    keeps_data = False
     options_model = NullHttpOptions
 
     @classmethod

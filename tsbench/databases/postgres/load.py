@@ -1,5 +1,6 @@
-"""PostgreSQL (phases 2-5): one wide table per measurement (time timestamptz,
-tags, fields as double precision / bigint / text), loaded with COPY.
+"""PostgreSQL as a load target (phase 2): one wide table per measurement
+(time timestamptz, tags, fields as double precision / bigint / text), loaded
+with COPY. Queries (phases 3-5) are sql.py's.
 
 Each batch is split by measurement in the C core (native.split_csv); each
 part goes to the server as one `COPY ... FROM STDIN (FORMAT csv)` fed with a
@@ -46,42 +47,19 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pydantic import BaseModel, ConfigDict
 
-from .. import native
-from ..errors import UserError
-from ..queries import sql_types
-from ..queries.base import Answer, SqlDialect
-from ..queries.shapes import sql as shape_sql
-from .base import Batch, Fatal, Retryable, Table, Tables, Target, Unsupported, exists_error
+from ... import native
+from ...errors import UserError
+from ...queries.base import q
+from ...errors import Fatal, Retryable
+from ...model import Batch, Table, Tables
+from ..target import Target, exists_error
+from .sql import TAGS, PostgresQueries, one_line
 
 SQL_TYPES = {"float": "double precision", "int": "bigint", "string": "text"}
-TAGS = "tags"
 # SQLSTATEs of push-back: connection trouble (08), serialization failure and
 # deadlock (40), too many connections (53300), lock not available (55P03),
 # shutdown and startup (57P01-57P03).
 RETRY_STATES = ("08", "40", "53300", "55P03", "57P01", "57P02", "57P03")
-
-
-class PostgresDialect(SqlDialect):
-    """The reference SQL as PostgreSQL runs it on tsbench's layout: with a tag-set
-    table, entity tags are read through a join; time math in exact numerics."""
-
-    name = "postgres"
-
-    def __init__(self, schema: str, entity: tuple[str, ...]):
-        self.schema, self.entity = schema, entity
-
-    def table(self, measurement: str) -> str:
-        base = f"{_q(self.schema)}.{_q(measurement)} m"
-        return base + (f" JOIN {_q(self.schema)}.{TAGS} t ON m.tags_id = t.id" if self.entity else "")
-
-    def tag(self, measurement: str, tag: str) -> str:
-        return f"t.{_q(tag)}" if tag in self.entity else f"m.{_q(tag)}"
-
-    def time_ns(self) -> str:
-        return "(extract(epoch from m.time) * 1000000000)::bigint"
-
-    def bucket_ns(self, width_ns: int) -> str:
-        return f"({self.time_ns()} / {width_ns}) * {width_ns}"
 
 
 class PostgresOptions(BaseModel):
@@ -90,14 +68,6 @@ class PostgresOptions(BaseModel):
     schema_name: str = "public"
     tags: Literal["table", "inline"] = "table"
     index: Literal["btree", "brin", "none"] = "btree"
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _one_line(exc: BaseException) -> str:
-    return "; ".join(x.strip() for x in str(exc).strip().splitlines() if x.strip()) or type(exc).__name__
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -125,7 +95,7 @@ class _Plan:
 
     @property
     def qname(self) -> str:
-        return f"{_q(self.schema)}.{_q(self.name)}"
+        return f"{q(self.schema)}.{q(self.name)}"
 
     @property
     def extra(self) -> tuple[str, ...]:
@@ -142,30 +112,30 @@ class _Plan:
 
     def csv_columns(self) -> str:
         """The columns of a split CSV part, in order: time, every tag, fields."""
-        return ", ".join(_q(c) for c in ("time", *self.table.tags, *self.table.field_names))
+        return ", ".join(q(c) for c in ("time", *self.table.tags, *self.table.field_names))
 
     def stage_ddl(self) -> str:
-        cols = ["time timestamptz"] + [f"{_q(k)} text" for k in self.table.tags] + \
-               [f"{_q(f.name)} {SQL_TYPES[f.type]}" for f in self.table.fields]
-        return f"CREATE TEMP TABLE IF NOT EXISTS pg_temp.{_q(self.name)} ({', '.join(cols)}) ON COMMIT DELETE ROWS"
+        cols = ["time timestamptz"] + [f"{q(k)} text" for k in self.table.tags] + \
+               [f"{q(f.name)} {SQL_TYPES[f.type]}" for f in self.table.fields]
+        return f"CREATE TEMP TABLE IF NOT EXISTS pg_temp.{q(self.name)} ({', '.join(cols)}) ON COMMIT DELETE ROWS"
 
     def copy_sql(self) -> str:
-        dest = f"pg_temp.{_q(self.name)}" if self.entity else self.qname
+        dest = f"pg_temp.{q(self.name)}" if self.entity else self.qname
         return f"COPY {dest} ({self.csv_columns()}) FROM STDIN (FORMAT csv)"
 
     def insert_sql(self) -> str:
         names = ["time", "tags_id", *self.extra, *self.table.field_names]
-        vals = ["s.time", "t.id"] + [f"s.{_q(c)}" for c in (*self.extra, *self.table.field_names)]
-        key = "ROW(" + ", ".join(f"s.{_q(k)}" for k in self.entity) + ")::text"
-        return (f"INSERT INTO {self.qname} ({', '.join(_q(c) for c in names)}) SELECT {', '.join(vals)} "
-                f"FROM pg_temp.{_q(self.name)} s JOIN {_q(self.schema)}.{TAGS} t ON t.key = {key}")
+        vals = ["s.time", "t.id"] + [f"s.{q(c)}" for c in (*self.extra, *self.table.field_names)]
+        key = "ROW(" + ", ".join(f"s.{q(k)}" for k in self.entity) + ")::text"
+        return (f"INSERT INTO {self.qname} ({', '.join(q(c) for c in names)}) SELECT {', '.join(vals)} "
+                f"FROM pg_temp.{q(self.name)} s JOIN {q(self.schema)}.{TAGS} t ON t.key = {key}")
 
 
 def _tags_insert_sql(schema: str, entity: tuple[str, ...], names: list[str]) -> str:
-    cols = ", ".join(_q(k) for k in entity)
-    union = " UNION ALL ".join(f"SELECT {cols} FROM pg_temp.{_q(n)}" for n in names)
-    tags = f"{_q(schema)}.{TAGS}"
-    kcols = ", ".join("k." + _q(k) for k in entity)
+    cols = ", ".join(q(k) for k in entity)
+    union = " UNION ALL ".join(f"SELECT {cols} FROM pg_temp.{q(n)}" for n in names)
+    tags = f"{q(schema)}.{TAGS}"
+    kcols = ", ".join("k." + q(k) for k in entity)
     return (f"INSERT INTO {tags} (key, {cols}) SELECT k.key, {kcols} FROM "
             f"(SELECT ROW({cols})::text AS key, {cols} FROM (SELECT DISTINCT {cols} FROM ({union}) a) d) k "
             f"WHERE NOT EXISTS (SELECT 1 FROM {tags} t WHERE t.key = k.key) "
@@ -182,13 +152,13 @@ class _Session:
         self.staged: set[str] = set()
 
 
-class PostgresTarget(Target):
+class PostgresTarget(PostgresQueries, Target):
     name = "postgres"
     format = "csv"
     count_unit = "rows"
     server_kind = "postgres"
     options_model = PostgresOptions
-    query_types = sql_types()
+    own_disk_figure = "pg_total_relation_size"
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -198,7 +168,7 @@ class PostgresTarget(Target):
         try:
             self._params = conninfo_to_dict(self.url)
         except psycopg.ProgrammingError as exc:
-            raise UserError(f"target postgres: {self.shown_url}: not a PostgreSQL URL ({_one_line(exc)})") from None
+            raise UserError(f"target postgres: {self.shown_url}: not a PostgreSQL URL ({one_line(exc)})") from None
         self.schema = self.options.schema_name
         self.admin: psycopg.AsyncConnection | None = None
         self._free: list[_Session] = []
@@ -233,25 +203,25 @@ class PostgresTarget(Target):
         try:
             c = await self._connect(maint if maint != db else "postgres")
         except psycopg.Error as exc:
-            raise UserError(f"target postgres: cannot reach {self.shown_url}: {_one_line(exc)}") from None
+            raise UserError(f"target postgres: cannot reach {self.shown_url}: {one_line(exc)}") from None
         try:
             row = await (await c.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db,))).fetchone()
             if row is not None:      # it exists, yet we could not connect to it
                 raise UserError(f"target postgres: cannot connect to database {db!r} at {self.shown_url}: "
-                                f"{_one_line(first)}")
+                                f"{one_line(first)}")
             try:
-                await c.execute(f"CREATE DATABASE {_q(db)}")
+                await c.execute(f"CREATE DATABASE {q(db)}")
             except psycopg.errors.DuplicateDatabase:
                 pass                 # another process made it meanwhile
             except psycopg.Error as exc:
                 raise UserError(f"target postgres: cannot create database {db!r} at {self.shown_url}: "
-                                f"{_one_line(exc)}") from None
+                                f"{one_line(exc)}") from None
         finally:
             await c.close()
         try:
             self.admin = await self._connect(db)
         except psycopg.Error as exc:
-            raise UserError(f"target postgres: cannot reach {self.shown_url}: {_one_line(exc)}") from None
+            raise UserError(f"target postgres: cannot reach {self.shown_url}: {one_line(exc)}") from None
 
     async def close(self) -> None:
         for s in self._all:
@@ -289,11 +259,11 @@ class PostgresTarget(Target):
 
     async def _columns(self, table: str) -> list[str]:
         rows = await self._qall("SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attnum > 0 "
-                                "AND NOT attisdropped ORDER BY attnum", (f"{_q(self.schema)}.{_q(table)}",))
+                                "AND NOT attisdropped ORDER BY attnum", (f"{q(self.schema)}.{q(table)}",))
         return [r[0] for r in rows]
 
     async def _has_rows(self, table: str) -> bool:
-        return (await self._q1(f"SELECT EXISTS (SELECT 1 FROM {_q(self.schema)}.{_q(table)})"))[0]
+        return (await self._q1(f"SELECT EXISTS (SELECT 1 FROM {q(self.schema)}.{q(table)})"))[0]
 
     async def create(self, tables: Tables, if_exists: str = "abort") -> None:
         plans = self._plans_for(tables)
@@ -304,7 +274,7 @@ class PostgresTarget(Target):
         for s in self._all:          # staging tables of an earlier create() may have other columns
             await s.conn.close()
         self._all, self._free = [], []
-        await self.admin.execute(f"CREATE SCHEMA IF NOT EXISTS {_q(self.schema)}")
+        await self.admin.execute(f"CREATE SCHEMA IF NOT EXISTS {q(self.schema)}")
         existing = {r[0] for r in await self._qall(
             "SELECT tablename FROM pg_tables WHERE schemaname = %s", (self.schema,))}
         where = f"database {self.options.database!r}" + (f" schema {self.schema!r}" if self.schema != "public" else "")
@@ -314,7 +284,7 @@ class PostgresTarget(Target):
                     raise exists_error("postgres", f"table {p.name!r} in {where}")
         if if_exists == "drop":
             for name in [p.name for p in plans] + ([TAGS] if entity else []):
-                await self.admin.execute(f"DROP TABLE IF EXISTS {_q(self.schema)}.{_q(name)} CASCADE")
+                await self.admin.execute(f"DROP TABLE IF EXISTS {q(self.schema)}.{q(name)} CASCADE")
             existing = set()
         want = {p.name: [c for c, _ in p.columns()] for p in plans}
         if entity:
@@ -326,12 +296,12 @@ class PostgresTarget(Target):
                                 f"use --if-exists drop to replace it")
         async with self.admin.transaction():
             if entity:
-                cols = ", ".join(f"{_q(k)} text" for k in entity)
+                cols = ", ".join(f"{q(k)} text" for k in entity)
                 await self.admin.execute(
-                    f"CREATE TABLE IF NOT EXISTS {_q(self.schema)}.{TAGS} (id integer GENERATED ALWAYS AS IDENTITY "
+                    f"CREATE TABLE IF NOT EXISTS {q(self.schema)}.{TAGS} (id integer GENERATED ALWAYS AS IDENTITY "
                     f"PRIMARY KEY, key text NOT NULL UNIQUE, {cols})")
             for p in plans:
-                cols = ", ".join(f"{_q(c)} {t}" for c, t in p.columns())
+                cols = ", ".join(f"{q(c)} {t}" for c, t in p.columns())
                 await self.admin.execute(f"CREATE TABLE IF NOT EXISTS {p.qname} ({cols})")
                 await self._indexes(p)
         self._bind(plans)
@@ -340,10 +310,10 @@ class PostgresTarget(Target):
         kind = self.options.index
         if kind == "none":
             return
-        await self.admin.execute(f"CREATE INDEX IF NOT EXISTS {_q(f'{p.name}_time_{kind}')} ON {p.qname} "
+        await self.admin.execute(f"CREATE INDEX IF NOT EXISTS {q(f'{p.name}_time_{kind}')} ON {p.qname} "
                                  f"USING {kind} (time)")
         if p.entity:
-            await self.admin.execute(f"CREATE INDEX IF NOT EXISTS {_q(f'{p.name}_tags_id_time')} ON {p.qname} "
+            await self.admin.execute(f"CREATE INDEX IF NOT EXISTS {q(f'{p.name}_tags_id_time')} ON {p.qname} "
                                      f"(tags_id, time)")
 
     async def attach(self, tables: Tables) -> None:
@@ -357,8 +327,8 @@ class PostgresTarget(Target):
             conn = await self._connect(self.options.database)
         except psycopg.Error as exc:
             if _retryable(exc):
-                raise Retryable(f"postgres: connect: {_one_line(exc)}") from None
-            raise Fatal(f"postgres: connect: {_one_line(exc)}") from None
+                raise Retryable(f"postgres: connect: {one_line(exc)}") from None
+            raise Fatal(f"postgres: connect: {one_line(exc)}") from None
         s = _Session(conn)
         self._all.append(s)
         return s
@@ -407,8 +377,8 @@ class PostgresTarget(Target):
                 await s.conn.close()
                 s = None
             if _retryable(exc):
-                raise Retryable(f"postgres: {where}: {_one_line(exc)}") from None
-            raise Fatal(f"postgres: {where}: {_one_line(exc)}") from None
+                raise Retryable(f"postgres: {where}: {one_line(exc)}") from None
+            raise Fatal(f"postgres: {where}: {one_line(exc)}") from None
         except Fatal:
             raise                    # raised inside the transaction: rolled back, the connection is fine
         except BaseException:
@@ -429,14 +399,14 @@ class PostgresTarget(Target):
     async def count(self, tables: Tables) -> int:
         total = 0
         for t in tables:
-            total += (await self._q1(f"SELECT count(*) FROM {_q(self.schema)}.{_q(t.name)}"))[0]
+            total += (await self._q1(f"SELECT count(*) FROM {q(self.schema)}.{q(t.name)}"))[0]
         return total
 
     def _relations(self) -> list[str]:
         plans = self._plans or []
         names = [p.qname for p in plans]
         if any(p.entity for p in plans):
-            names.append(f"{_q(self.schema)}.{TAGS}")
+            names.append(f"{q(self.schema)}.{TAGS}")
         return names
 
     async def compact(self) -> None:
@@ -454,37 +424,6 @@ class PostgresTarget(Target):
             total += (await self._q1("SELECT pg_total_relation_size(%s::regclass)", (rel,)))[0]
         db = (await self._q1("SELECT pg_database_size(current_database())"))[0]
         return {"pg_total_relation_size": int(total), "pg_database_size": int(db)}
-
-    # ---- queries ------------------------------------------------------------------------
-    def render(self, spec) -> tuple[dict, str]:
-        if spec.type not in self.query_types:
-            raise Unsupported(f"postgres does not run query type {spec.type}")
-        if self._plans is None:
-            raise Fatal("postgres: render() before create() or attach()")
-        entity = self._plans[0].entity if self._plans else ()
-        return spec.params, shape_sql(spec.params, PostgresDialect(self.schema, entity))
-
-    async def query(self, native) -> Answer:
-        import time
-
-        _, text = native
-        conn = self._qfree.pop() if self._qfree else None
-        t0 = time.perf_counter()
-        try:
-            if conn is None:
-                conn = await self._connect(self.options.database)
-                await conn.set_autocommit(True)
-                self._qall_conns.append(conn)
-            cur = await conn.execute(text)
-            ttfb = time.perf_counter() - t0
-            rows = await cur.fetchall()
-        except psycopg.Error as exc:
-            if conn is not None and not conn.closed:
-                self._qfree.append(conn)
-            raise Fatal(f"postgres: {_one_line(exc)}") from None
-        self._qfree.append(conn)
-        # libpq does not say how many bytes a result took on the wire: bytes not measured (None)
-        return Answer([tuple(r) for r in rows], None, ttfb, time.perf_counter() - t0, raw=text)
 
     async def version(self) -> str:
         if self.admin is None:

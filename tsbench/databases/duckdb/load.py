@@ -1,8 +1,9 @@
-"""DuckDB, in-process (phases 2-5): one table per measurement (time, tags,
+"""DuckDB as a load target (phase 2): one table per measurement (time, tags,
 fields). Each batch is split by measurement in the C core, parsed into Arrow
 by pyarrow's CSV reader and appended with one INSERT ... SELECT per table;
 never row by row. The database is a file: `--server local` uses a fresh file
-in tsbench's instance dir, a URL `duckdb:PATH` (or a plain path) names one."""
+in tsbench's instance dir, a URL `duckdb:PATH` (or a plain path) names one.
+Queries (phases 3-5) are sql.py's."""
 
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 from pydantic import BaseModel, ConfigDict
 
-from .. import native
-from ..batches import csv_layout
-from ..errors import UserError
-from ..queries import sql_types
-from ..queries.base import Answer, SqlDialect
-from ..queries.shapes import sql as shape_sql
-from .base import Batch, Fatal, Target, Tables, Unsupported, exists_error
+from ... import native
+from ...batches import csv_layout
+from ...errors import Fatal, UserError
+from ...model import Batch, Tables
+from ...queries.base import q
+from ..server import allocated_bytes
+from ..target import Target, exists_error
+from .sql import DuckDBQueries
 
 SQL_TYPES = {"float": "DOUBLE", "int": "BIGINT"}
 ARROW_TYPES = {"float": pa.float64(), "int": pa.int64()}
@@ -32,18 +34,14 @@ class DuckDBOptions(BaseModel):
     threads: int | None = None          # DuckDB's own thread count (default: its own choice)
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-class DuckDBTarget(Target):
+class DuckDBTarget(DuckDBQueries, Target):
     name = "duckdb"
     format = "csv"
     count_unit = "rows"
     server_kind = None
     multiprocess = False
     options_model = DuckDBOptions
-    query_types = sql_types()
+    own_disk_figure = "duckdb_database_size"
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -89,14 +87,14 @@ class DuckDBTarget(Target):
         self._converts = []
         for t in tables:
             if t.name in existing:
-                n = self.con.execute(f"SELECT count(*) FROM {_quote(t.name)}").fetchone()[0]
+                n = self.con.execute(f"SELECT count(*) FROM {q(t.name)}").fetchone()[0]
                 if if_exists == "abort" and n:
                     raise exists_error("duckdb", f"table {t.name!r} in {self.path} ({n:,} rows)")
                 if if_exists == "drop":
-                    self.con.execute(f"DROP TABLE {_quote(t.name)}")
-            cols = ["time TIMESTAMPTZ"] + [f"{_quote(k)} VARCHAR" for k in t.tags] + \
-                   [f"{_quote(f.name)} {SQL_TYPES[f.type]}" for f in t.fields]
-            self.con.execute(f"CREATE TABLE IF NOT EXISTS {_quote(t.name)} ({', '.join(cols)})")
+                    self.con.execute(f"DROP TABLE {q(t.name)}")
+            cols = ["time TIMESTAMPTZ"] + [f"{q(k)} VARCHAR" for k in t.tags] + \
+                   [f"{q(f.name)} {SQL_TYPES[f.type]}" for f in t.fields]
+            self.con.execute(f"CREATE TABLE IF NOT EXISTS {q(t.name)} ({', '.join(cols)})")
             names = ["time", *t.tags, *t.field_names]
             types = {"time": pa.timestamp("us", tz="UTC"), **{k: pa.string() for k in t.tags},
                      **{f.name: ARROW_TYPES[f.type] for f in t.fields}}
@@ -119,7 +117,7 @@ class DuckDBTarget(Target):
                     arrow = pacsv.read_csv(pa.BufferReader(pa.py_buffer(view[off: off + n])), read_options=ropts,
                                            convert_options=copts)
                     cur.register("batch_in", arrow)
-                    cur.execute(f"INSERT INTO {_quote(t.name)} SELECT * FROM batch_in")
+                    cur.execute(f"INSERT INTO {q(t.name)} SELECT * FROM batch_in")
                     cur.unregister("batch_in")
                 except (pa.ArrowInvalid, duckdb.Error) as exc:
                     raise Fatal(f"duckdb: table {t.name}: {exc}") from None
@@ -132,7 +130,7 @@ class DuckDBTarget(Target):
         await asyncio.to_thread(self._append, batch.data)
 
     async def count(self, tables: Tables) -> int:
-        return sum(self.con.execute(f"SELECT count(*) FROM {_quote(t.name)}").fetchone()[0] for t in tables)
+        return sum(self.con.execute(f"SELECT count(*) FROM {q(t.name)}").fetchone()[0] for t in tables)
 
     async def compact(self) -> None:
         self.con.execute("CHECKPOINT")
@@ -140,33 +138,8 @@ class DuckDBTarget(Target):
     async def disk_bytes(self) -> dict[str, int]:
         size = sum(r[0] or 0 for r in self.con.execute(
             "SELECT total_blocks * block_size FROM pragma_database_size()").fetchall())
-        from ..servers.base import allocated_bytes
-
         files = [f for f in (self.path, self.path.with_name(self.path.name + ".wal")) if f.exists()]
         return {"duckdb_database_size": int(size), "duckdb_file_bytes": sum(allocated_bytes(f) for f in files)}
 
     async def version(self) -> str:
         return duckdb.__version__
-
-    # ---- queries: the reference tables' own SQL ------------------------------------------
-    def render(self, spec) -> tuple[dict, str]:
-        if spec.type not in self.query_types:
-            raise Unsupported(f"duckdb does not run query type {spec.type}")
-        return spec.params, shape_sql(spec.params, SqlDialect())
-
-    def _run(self, text: str) -> list[tuple]:
-        cur = getattr(self._local, "qcur", None)
-        if cur is None:
-            cur = self._local.qcur = self.con.cursor()
-        return cur.execute(text).fetchall()
-
-    async def query(self, native) -> Answer:
-        import time
-
-        _, text = native
-        t0 = time.perf_counter()
-        try:
-            rows = await asyncio.to_thread(self._run, text)
-        except duckdb.Error as exc:
-            raise Fatal(f"duckdb: {exc}") from None
-        return Answer(rows, None, None, time.perf_counter() - t0, raw=text)     # in-process: no wire

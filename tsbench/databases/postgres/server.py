@@ -27,9 +27,9 @@ import stat
 import subprocess
 import sys
 
-from ..errors import ServerError, UserError
-from .base import Server, bool_option, home, run_logged, say
-from .install import apt_install
+from ...errors import ServerError, UserError
+from ..server import Server, bool_option, home, run_logged, say
+from ..install import apt_install
 
 APT_PACKAGE = "postgresql-15"
 DEBIAN_ROOT = pathlib.Path("/usr/lib/postgresql")

@@ -1,8 +1,9 @@
-"""The iot query types (queries/iot.py) in InfluxQL, for the InfluxDB target.
-
-Each type is registered with influx.register_custom(type, render, rows): render
-spells the query, rows turns InfluxDB's answer into the canonical rows of
-queries/iot.py's columns(p), computing the SQL meaning exactly. InfluxQL has no
+"""The iot query types (queries/iot.py) in InfluxQL (phases 3 and 5): IOT maps
+each type (a custom shape of its own) to (render, rows). render(p) spells the
+query (phase 3); rows(p, results) turns InfluxDB's answer (the "results" list
+of the /query JSON, errors already raised) into the canonical rows of
+queries/iot.py's columns(p), computing the SQL meaning exactly (phase 5).
+influxql.py makes IOT the InfluxQL dialect's custom shapes. InfluxQL has no
 HAVING, window functions or per-truck-then-per-group averages, so where the SQL
 does more than one aggregation level, InfluxDB answers the innermost level (raw
 newest rows, or per-bucket / per-truck aggregates with exact sums and counts)
@@ -17,16 +18,17 @@ drops every group whose tag is ""/missing, and tag equality filters (fleet =
 those tags (e.g. a truck's series with and without a device_version), as SQL's
 GROUP BY does.
 
-All 13 types are supported in InfluxQL; none in Flux (not needed here).
+All 13 types run in InfluxQL; none in Flux (not needed here).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import partial
 from itertools import pairwise
 
-from ..queries.base import DAY, MINUTE
-from .influx import _ident, _number, _ql_str, register_custom
+from ...queries.base import DAY, MINUTE
+from .literals import ident, number, ql_str
 
 TEN_MIN = 10 * MINUTE
 R, D_ = '"readings"', '"diagnostics"'
@@ -49,7 +51,7 @@ def _window(p: dict) -> str:
 
 
 def _fleet(p: dict) -> str:
-    return f"{_ident('fleet')} = {_ql_str(p['fleet'])}"
+    return f"{ident('fleet')} = {ql_str(p['fleet'])}"
 
 
 def _mean(xs):
@@ -83,11 +85,11 @@ def _grouped(results: list[dict], keys: tuple[str, ...], k: int = 0):
 def _newest_render(measurement: str, p: dict) -> str:
     conds = []
     if "names" in p:
-        conds.append("(" + " OR ".join(f"{_ident('name')} = {_ql_str(n)}" for n in p["names"]) + ")")
+        conds.append("(" + " OR ".join(f"{ident('name')} = {ql_str(n)}" for n in p["names"]) + ")")
     if "fleet" in p:
         conds.append(_fleet(p))
     where = f" WHERE {' AND '.join(conds)}" if conds else ""
-    return (f"SELECT * FROM {measurement}{where} GROUP BY {_ident('name')}, {_ident('driver')} "
+    return (f"SELECT * FROM {measurement}{where} GROUP BY {ident('name')}, {ident('driver')} "
             f"ORDER BY time DESC LIMIT 1")
 
 
@@ -121,22 +123,16 @@ def _keep_high_load(p, vals):
     return load is not None and cap is not None and load > float(p["load_above"]) * cap
 
 
-def _register_newest(name: str, measurement: str, fields: tuple[str, ...], keep) -> None:
-    register_custom(name, lambda p: _newest_render(measurement, p),
-                    lambda p, res: _newest_rows(fields, keep, p, res))
-
-
-_register_newest("last-loc", R, ("longitude", "latitude"), _keep_all)
-_register_newest("single-last-loc", R, ("longitude", "latitude"), _keep_all)
-_register_newest("low-fuel", D_, ("fuel_state",), _keep_low_fuel)
-_register_newest("high-load", D_, ("current_load", "load_capacity"), _keep_high_load)
+def _newest(measurement: str, fields: tuple[str, ...], keep) -> tuple:
+    """(render, rows) of a newest-row-per-truck type."""
+    return partial(_newest_render, measurement), partial(_newest_rows, fields, keep)
 
 
 # ---- stationary-trucks: mean velocity per truck in the window; HAVING client-side -------------
 
 def _stationary_render(p: dict) -> str:
-    return (f"SELECT mean({_ident('velocity')}) FROM {R} WHERE {_window(p)} AND {_fleet(p)} "
-            f"GROUP BY {_ident('name')}, {_ident('driver')}")
+    return (f"SELECT mean({ident('velocity')}) FROM {R} WHERE {_window(p)} AND {_fleet(p)} "
+            f"GROUP BY {ident('name')}, {ident('driver')}")
 
 
 def _stationary_rows(p: dict, results: list[dict]) -> list[tuple]:
@@ -148,8 +144,6 @@ def _stationary_rows(p: dict, results: list[dict]) -> list[tuple]:
     return out
 
 
-register_custom("stationary-trucks", _stationary_render, _stationary_rows)
-
 
 # ---- long-driving-sessions / long-daily-sessions ----------------------------------------------
 # Mean velocity per truck and 10-minute bucket (fill(none): buckets without a velocity are
@@ -157,8 +151,8 @@ register_custom("stationary-trucks", _stationary_render, _stationary_rows)
 # truck and the count tested client-side.
 
 def _long_render(p: dict) -> str:
-    return (f"SELECT mean({_ident('velocity')}) FROM {R} WHERE {_window(p)} AND {_fleet(p)} "
-            f"GROUP BY time(10m), {_ident('name')}, {_ident('driver')} fill(none)")
+    return (f"SELECT mean({ident('velocity')}) FROM {R} WHERE {_window(p)} AND {_fleet(p)} "
+            f"GROUP BY time(10m), {ident('name')}, {ident('driver')} fill(none)")
 
 
 def _long_rows(p: dict, results: list[dict]) -> list[tuple]:
@@ -170,19 +164,16 @@ def _long_rows(p: dict, results: list[dict]) -> list[tuple]:
     return [(*g, c) for g, c in n.items() if c > int(p["min_periods"])]
 
 
-register_custom("long-driving-sessions", _long_render, _long_rows)
-register_custom("long-daily-sessions", _long_render, _long_rows)
-
 
 # ---- avg-vs-projected-fuel-consumption ----------------------------------------------------------
 # Sums and counts per (fleet, name) over the rows with velocity > v (an absent velocity fails
 # the WHERE, as NULL does in SQL), combined per fleet over the named trucks: the exact mean.
 
 def _avp_render(p: dict) -> str:
-    fc, nfc = _ident("fuel_consumption"), _ident("nominal_fuel_consumption")
+    fc, nfc = ident("fuel_consumption"), ident("nominal_fuel_consumption")
     return (f"SELECT sum({fc}), count({fc}), sum({nfc}), count({nfc}) FROM {R} WHERE {_window(p)} "
-            f"AND {_ident('velocity')} > {_number(p['velocity_above'])} "
-            f"GROUP BY {_ident('fleet')}, {_ident('name')}")
+            f"AND {ident('velocity')} > {number(p['velocity_above'])} "
+            f"GROUP BY {ident('fleet')}, {ident('name')}")
 
 
 def _avp_rows(p: dict, results: list[dict]) -> list[tuple]:
@@ -195,16 +186,14 @@ def _avp_rows(p: dict, results: list[dict]) -> list[tuple]:
     return [(fleet, a[0] / a[1] if a[1] else None, a[2] / a[3] if a[3] else None) for fleet, a in acc.items()]
 
 
-register_custom("avg-vs-projected-fuel-consumption", _avp_render, _avp_rows)
-
 
 # ---- avg-daily-driving-duration -----------------------------------------------------------------
 # Mean velocity per truck (fleet, name, driver) and 10-minute bucket; client-side: driving
 # buckets counted per UTC day, / 6, averaged over the days with any.
 
 def _dur_render(p: dict) -> str:
-    return (f"SELECT mean({_ident('velocity')}) FROM {R} WHERE {_window(p)} "
-            f"GROUP BY time(10m), {_ident('fleet')}, {_ident('name')}, {_ident('driver')} fill(none)")
+    return (f"SELECT mean({ident('velocity')}) FROM {R} WHERE {_window(p)} "
+            f"GROUP BY time(10m), {ident('fleet')}, {ident('name')}, {ident('driver')} fill(none)")
 
 
 def _dur_rows(p: dict, results: list[dict]) -> list[tuple]:
@@ -219,8 +208,6 @@ def _dur_rows(p: dict, results: list[dict]) -> list[tuple]:
     return [(*g, sum(v) / len(v)) for g, v in per.items()]
 
 
-register_custom("avg-daily-driving-duration", _dur_render, _dur_rows)
-
 
 # ---- avg-daily-driving-session ------------------------------------------------------------------
 # Mean velocity per truck (name only) and 10-minute bucket, buckets without a velocity absent
@@ -230,8 +217,8 @@ register_custom("avg-daily-driving-duration", _dur_render, _dur_rows)
 # driving that has a stop; its length (stop - start) in minutes averaged per (day of start, name).
 
 def _session_render(p: dict) -> str:
-    return (f"SELECT mean({_ident('velocity')}) FROM {R} WHERE {_window(p)} "
-            f"GROUP BY time(10m), {_ident('name')} fill(none)")
+    return (f"SELECT mean({ident('velocity')}) FROM {R} WHERE {_window(p)} "
+            f"GROUP BY time(10m), {ident('name')} fill(none)")
 
 
 def _session_rows(p: dict, results: list[dict]) -> list[tuple]:
@@ -250,8 +237,6 @@ def _session_rows(p: dict, results: list[dict]) -> list[tuple]:
     return [(dy, name, sum(v) / len(v)) for (dy, name), v in out.items()]
 
 
-register_custom("avg-daily-driving-session", _session_render, _session_rows)
-
 
 # ---- avg-load -----------------------------------------------------------------------------------
 # Per truck (fleet, model, name): mean current_load and mean load_capacity; client-side per
@@ -259,8 +244,8 @@ register_custom("avg-daily-driving-session", _session_render, _session_rows)
 # them (SQL's avg skips NULLs; NULLIF(cap, 0) makes a zero capacity a NULL ratio).
 
 def _load_render(p: dict) -> str:
-    return (f"SELECT mean({_ident('current_load')}), mean({_ident('load_capacity')}) FROM {D_} "
-            f"WHERE {_window(p)} GROUP BY {_ident('fleet')}, {_ident('model')}, {_ident('name')}")
+    return (f"SELECT mean({ident('current_load')}), mean({ident('load_capacity')}) FROM {D_} "
+            f"WHERE {_window(p)} GROUP BY {ident('fleet')}, {ident('model')}, {ident('name')}")
 
 
 def _load_rows(p: dict, results: list[dict]) -> list[tuple]:
@@ -271,16 +256,14 @@ def _load_rows(p: dict, results: list[dict]) -> list[tuple]:
     return [(*g, _mean([c for c, _ in v]), _mean([r for _, r in v])) for g, v in per.items()]
 
 
-register_custom("avg-load", _load_render, _load_rows)
-
 
 # ---- daily-activity -----------------------------------------------------------------------------
 # Mean status per truck (fleet, model, name) and 10-minute bucket; client-side: the buckets
 # with mean < s counted per (UTC day, fleet, model), / 144.
 
 def _activity_render(p: dict) -> str:
-    return (f"SELECT mean({_ident('status')}) FROM {D_} WHERE {_window(p)} "
-            f"GROUP BY time(10m), {_ident('fleet')}, {_ident('model')}, {_ident('name')} fill(none)")
+    return (f"SELECT mean({ident('status')}) FROM {D_} WHERE {_window(p)} "
+            f"GROUP BY time(10m), {ident('fleet')}, {ident('model')}, {ident('name')} fill(none)")
 
 
 def _activity_rows(p: dict, results: list[dict]) -> list[tuple]:
@@ -292,8 +275,6 @@ def _activity_rows(p: dict, results: list[dict]) -> list[tuple]:
     return [(*k, c / 144) for k, c in n.items()]
 
 
-register_custom("daily-activity", _activity_render, _activity_rows)
-
 
 # ---- breakdown-frequency ------------------------------------------------------------------------
 # Two statements per truck (model, name) and 10-minute bucket: the count of statuses and the
@@ -301,8 +282,8 @@ register_custom("daily-activity", _activity_render, _activity_rows)
 # all, in time order per truck; a breakdown is a broken bucket right after one not broken.
 
 def _breakdown_render(p: dict) -> str:
-    st = _ident("status")
-    grp = f"GROUP BY time(10m), {_ident('model')}, {_ident('name')} fill(none)"
+    st = ident("status")
+    grp = f"GROUP BY time(10m), {ident('model')}, {ident('name')} fill(none)"
     return (f"SELECT count({st}) FROM {D_} WHERE {_window(p)} {grp}; "
             f"SELECT count({st}) FROM {D_} WHERE {_window(p)} AND {st} != 0 {grp}")
 
@@ -319,4 +300,20 @@ def _breakdown_rows(p: dict, results: list[dict]) -> list[tuple]:
     return [(m, c) for m, c in count.items() if c]
 
 
-register_custom("breakdown-frequency", _breakdown_render, _breakdown_rows)
+# ---- the table influxql.py reads ----------------------------------------------------------------
+
+IOT = {
+    "last-loc": _newest(R, ("longitude", "latitude"), _keep_all),
+    "single-last-loc": _newest(R, ("longitude", "latitude"), _keep_all),
+    "low-fuel": _newest(D_, ("fuel_state",), _keep_low_fuel),
+    "high-load": _newest(D_, ("current_load", "load_capacity"), _keep_high_load),
+    "stationary-trucks": (_stationary_render, _stationary_rows),
+    "long-driving-sessions": (_long_render, _long_rows),
+    "long-daily-sessions": (_long_render, _long_rows),
+    "avg-vs-projected-fuel-consumption": (_avp_render, _avp_rows),
+    "avg-daily-driving-duration": (_dur_render, _dur_rows),
+    "avg-daily-driving-session": (_session_render, _session_rows),
+    "avg-load": (_load_render, _load_rows),
+    "daily-activity": (_activity_render, _activity_rows),
+    "breakdown-frequency": (_breakdown_render, _breakdown_rows),
+}

@@ -17,71 +17,24 @@ and retries the same batch) and Fatal with the server's own words otherwise."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..errors import UserError
+from ..errors import Unsupported, UserError
+from ..model import Batch, Tables
+from ..queries.dialect import Dialect
 
 IF_EXISTS = ("abort", "reuse", "drop")
 
 
-class Retryable(Exception):
-    """The server pushed back (overload, 429/503, reset): retry the same batch later."""
+class _DerivedTypes:
+    """query_types as data derived from the dialects: on the class, the default
+    dialect's types; on an instance, those of the dialect its options chose."""
 
-
-class Fatal(Exception):
-    """The server refused the data for good; the text is the server's own words."""
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: str          # "float" | "int" | "string" | "tag" | "time"
-
-
-@dataclass(frozen=True)
-class Table:
-    """One measurement as a database sees it: tag columns, then field columns."""
-
-    name: str
-    tags: tuple[str, ...]
-    fields: tuple[Column, ...]
-
-    @property
-    def field_names(self) -> tuple[str, ...]:
-        return tuple(f.name for f in self.fields)
-
-
-@dataclass(frozen=True)
-class Tables:
-    """What create() and count() need to know of a dataset."""
-
-    tables: tuple[Table, ...]
-    start_ns: int
-    end_ns: int          # exclusive; late records still carry timestamps inside [start, end)
-    rows: int            # records in the data file
-    values: int          # field values in the data file (nulls not counted)
-
-    def __iter__(self):
-        return iter(self.tables)
-
-    def by_name(self) -> dict[str, Table]:
-        return {t.name: t for t in self.tables}
-
-
-@dataclass
-class Batch:
-    """Whole records of one format, cut from a data file by the C core."""
-
-    data: memoryview
-    rows: int
-    values: int
-
-    @property
-    def nbytes(self) -> int:
-        return len(self.data)
+    def __get__(self, obj, owner) -> frozenset[str]:
+        lang = obj.dialect_name() if obj is not None else next(iter(owner.dialects), None)
+        return owner.dialects[lang].query_types() if lang else frozenset()
 
 
 class NoOptions(BaseModel):
@@ -95,11 +48,15 @@ class Target:
     format: ClassVar[str]                         # "influx" | "csv": the data file it consumes
     count_unit: ClassVar[str] = "rows"            # what count() returns: "rows" or "values"
     server_kind: ClassVar[str | None] = None      # Server registry name for server: local; None = in-process
-    query_types: ClassVar[frozenset[str]] = frozenset()
+    # query languages it speaks, the default first: name -> Dialect class (queries/dialect.py)
+    dialects: ClassVar[dict[str, type[Dialect]]] = {}
+    query_types = _DerivedTypes()                # derived from the dialect: never typed by hand
     options_model: ClassVar[type[BaseModel]] = NoOptions
     default_database: ClassVar[str] = "tsbench"
     multiprocess: ClassVar[bool] = True          # can several load processes write at once
     float_digits: ClassVar[int | None] = None    # significant digits a float keeps (None: the exact double)
+    own_disk_figure: ClassVar[str | None] = None  # the key of disk_bytes() that is the database's own size
+    keeps_data: ClassVar[bool] = True            # False: a sink (create(abort) finds nothing to refuse)
 
     def __init__(self, url: str | None = None, options: dict[str, Any] | None = None):
         self.url = url.rstrip("/") if url else url
@@ -130,7 +87,10 @@ class Target:
     def capabilities(cls) -> dict[str, Any]:
         """Plain data: what this target consumes and supports."""
         return {"name": cls.name, "format": cls.format, "count_unit": cls.count_unit,
-                "server": cls.server_kind, "multiprocess": cls.multiprocess, "float_digits": cls.float_digits, "query_types": sorted(cls.query_types),
+                "server": cls.server_kind, "multiprocess": cls.multiprocess, "float_digits": cls.float_digits,
+                "own_disk_figure": cls.own_disk_figure, "keeps_data": cls.keeps_data,
+                "query_types": sorted(cls.query_types),
+                "dialects": {n: sorted(d.query_types()) for n, d in cls.dialects.items()},
                 "options": sorted(cls.options_model.model_fields)}
 
     async def open(self) -> None:
@@ -167,10 +127,24 @@ class Target:
         return ""
 
     # ---- phases 3-5: queries -------------------------------------------------------------
+    def dialect_name(self) -> str | None:
+        """The query language this instance speaks (the default one unless an option chose)."""
+        return next(iter(self.dialects), None)
+
+    def dialect(self) -> Dialect:
+        """The dialect instance that renders this target's queries (subclasses pass their
+        context: database name, schema, the server's functions)."""
+        return self.dialects[self.dialect_name()]()
+
     def render(self, spec) -> Any:
-        """The native query of a QuerySpec (queries/base.py) in this database's
-        dialect; raise Unsupported for a type not in query_types."""
-        raise Unsupported(f"target {self.name} runs no queries")
+        """The native query of a QuerySpec in this target's dialect; Unsupported, with the
+        reason, for a type it does not run."""
+        if self.dialect_name() is None:
+            raise Unsupported(f"target {self.name} runs no queries")
+        try:
+            return self.dialect().render(spec)
+        except Unsupported as exc:
+            raise type(exc)(f"target {self.name}: {exc}") from None
 
     async def query(self, native: Any):
         """Run a rendered query; return an Answer (queries/base.py) whose rows are
@@ -181,10 +155,6 @@ class Target:
         """Before a cold-cache pass on a server tsbench does not run: None if the
         target can drop its own caches, else the reason it cannot."""
         return "the server is not run by tsbench"
-
-
-class Unsupported(Exception):
-    """A query type this target does not support: recorded, never run."""
 
 
 def exists_error(target: str, what: str) -> UserError:

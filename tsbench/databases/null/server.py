@@ -1,6 +1,6 @@
 """The null HTTP sink (phase 2): a tiny local server that answers 204 to every
 POST /write and counts the records it got, so a load through it measures the
-HTTP path alone. Run by tsbench as `python -m tsbench.servers.nullhttp PORT`."""
+HTTP path alone. Run by tsbench as `python -m tsbench.databases.null.server PORT`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import pathlib
 import sys
 
-from .base import Server, http_ok
+from ..server import Server, http_ok
 
 
 class NullHttpServer(Server):
@@ -25,7 +25,7 @@ class NullHttpServer(Server):
         return "null-http"
 
     def command(self, datadir, ports) -> list[str]:
-        return [sys.executable, "-m", "tsbench.servers.nullhttp", str(ports["http"])]
+        return [sys.executable, "-m", "tsbench.databases.null.server", str(ports["http"])]
 
     def ready(self, ports) -> bool:
         return http_ok(f"http://127.0.0.1:{ports['http']}/ping")

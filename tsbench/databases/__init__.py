@@ -1,0 +1,88 @@
+"""The database registry (phases 2-5): one line per database package.
+
+A package `tsbench/databases/<name>/` says in its `__init__.py` which targets
+and servers it holds, as "module:Class" references relative to the package
+(TARGETS, SERVERS); the classes are imported only when asked for. Third
+parties add targets and servers through the entry point groups
+`tsbench.targets` and `tsbench.servers` (name = "pkg.module:Class").
+
+Nothing outside a database's package imports it: everything else finds a
+database here, by name."""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from importlib.metadata import entry_points
+
+from ..errors import UserError
+from .server import Server
+from .target import Target
+
+PACKAGES = (
+    "null",
+    "influx",
+    "postgres",
+    "victoriametrics",
+    "duckdb",
+)
+
+TARGET_GROUP = "tsbench.targets"
+SERVER_GROUP = "tsbench.servers"
+
+
+@cache
+def _declared(attr: str) -> dict[str, str]:
+    """name -> "tsbench.databases.<pkg>.<module>:Class" over every package's TARGETS or SERVERS."""
+    out: dict[str, str] = {}
+    for pkg in PACKAGES:
+        mod = importlib.import_module(f"{__name__}.{pkg}")
+        for name, ref in getattr(mod, attr, {}).items():
+            out[name] = f"{mod.__name__}.{ref}"
+    return out
+
+
+def _load(ref: str):
+    mod, _, cls = ref.partition(":")
+    return getattr(importlib.import_module(mod), cls)
+
+
+def _plugins(group: str, builtin: dict[str, str]) -> list:
+    return [ep for ep in entry_points(group=group) if ep.name not in builtin]
+
+
+def names() -> list[str]:
+    """Every target name: the built-in ones in registry order, then plugins'."""
+    builtin = _declared("TARGETS")
+    return list(builtin) + sorted(ep.name for ep in _plugins(TARGET_GROUP, builtin))
+
+
+def server_names() -> list[str]:
+    builtin = _declared("SERVERS")
+    return list(builtin) + sorted(ep.name for ep in _plugins(SERVER_GROUP, builtin))
+
+
+def target_class(name: str) -> type[Target]:
+    builtin = _declared("TARGETS")
+    if name in builtin:
+        return _load(builtin[name])
+    for ep in _plugins(TARGET_GROUP, builtin):
+        if ep.name == name:
+            cls = ep.load()
+            if not (isinstance(cls, type) and issubclass(cls, Target)):
+                raise UserError(f"target {name!r}: entry point {ep.value} is not a tsbench Target class")
+            return cls
+    raise UserError(f"--target: unknown target {name!r} (one of {', '.join(names())})")
+
+
+def server_class(kind: str) -> type[Server]:
+    builtin = _declared("SERVERS")
+    if kind in builtin:
+        return _load(builtin[kind])
+    for ep in _plugins(SERVER_GROUP, builtin):
+        if ep.name == kind:
+            cls = ep.load()
+            if not (isinstance(cls, type) and issubclass(cls, Server)):
+                raise UserError(f"server {kind!r}: entry point {ep.value} is not a tsbench Server class")
+            return cls
+    raise UserError(f"unknown server {kind!r} (one of {', '.join(server_names())})")

@@ -1,0 +1,304 @@
+"""InfluxDB 1.x as a target (phases 2 and 4): line protocol batches in ns
+precision through the v1 /write endpoint (the shared HttpClient) or the v2
+/api/v2/write endpoint that 1.8 also serves (the influxdb-client package);
+statements through POST /query. count() is in field values.
+
+Queries: rendered by the dialect of option query_language (influxql.py, the
+default: POST /query, epoch=ns, JSON; or flux.py: POST /api/v2/query,
+annotated CSV, the server needs flux-enabled, i.e. `server: {kind: influx,
+flux: true}`), their request bodies encoded at render time; query() times the
+request and hands the answer to the dialect's parse_answer()."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from ...errors import Fatal, Retryable, UserError
+from ...model import Batch, Tables
+from ...queries.base import Answer
+from ..http import PUSHBACK_STATUS, HttpClient
+from ..target import Target, exists_error
+from .flux import Flux
+from .influxql import InfluxQL
+from .literals import ident
+
+# InfluxDB's words when it pushes back (HTTP 500): retry the same batch later.
+# A bare "timeout" would also match a refused line that mentions the word.
+PUSHBACK_WORDS = ("cache-max-memory-size exceeded", "cache maximum memory size exceeded", '"error":"timeout"')
+PASSWORD_ENV = "INFLUX_PASSWORD"
+COMPACT_TIMEOUT = 600.0
+# per query language: the endpoint and the headers of a query request
+QUERY_PATH = {"influxql": "/query?epoch=ns", "flux": "/api/v2/query"}
+QUERY_HEADERS = {"influxql": {"Accept-Encoding": "identity", "Content-Type": "application/x-www-form-urlencoded"},
+                 "flux": {"Content-Type": "application/json", "Accept": "application/csv",
+                          "Accept-Encoding": "identity"}}
+FLUX_DIALECT = {"header": True, "delimiter": ",", "annotations": ["datatype", "group", "default"]}
+
+
+class InfluxOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    database: str = "tsbench"
+    api: Literal["v1", "v2"] = "v1"
+    username: str | None = None
+    password: SecretStr | None = None   # better: leave unset and export INFLUX_PASSWORD
+    query_language: Literal["influxql", "flux"] = "influxql"   # flux: the server needs flux: true
+
+
+@dataclass(frozen=True)
+class InfluxQuery:
+    """A rendered query: its language, text, and the spec's type and params (to normalize)."""
+
+    language: str            # "influxql" | "flux"
+    text: str
+    type: str
+    params: dict = field(repr=False, compare=False)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class InfluxTarget(Target):
+    name = "influx"
+    format = "influx"
+    count_unit = "values"
+    own_disk_figure = "influx_shard_disk_bytes"
+    server_kind = "influx"
+    options_model = InfluxOptions
+    dialects = {"influxql": InfluxQL, "flux": Flux}   # query_types: those of the query_language's dialect
+
+    def __init__(self, url=None, options=None):
+        super().__init__(url, options)
+        o = self.options
+        self.db = o.database
+        self.what = f"influx at {self.url}"
+        self.headers: dict[str, str] = {}
+        self._password: str | None = None
+        if o.username:
+            pw = o.password.get_secret_value() if o.password else os.environ.get(PASSWORD_ENV)
+            if pw is None:
+                raise UserError(f"target influx: username {o.username!r} needs a password: "
+                                f"export {PASSWORD_ENV}")
+            self._password = pw
+            cred = base64.b64encode(f"{o.username}:{pw}".encode()).decode()
+            self.headers["Authorization"] = f"Basic {cred}"
+        self.http: HttpClient | None = None
+        self._v2 = None          # (client, write_api) for api v2
+        self._query_headers = {lang: {**self.headers, **h} for lang, h in QUERY_HEADERS.items()}
+        self._bodies: dict[tuple[str, str], bytes] = {}
+        self._version = ""
+
+    # ---- connection ---------------------------------------------------------------------
+    async def open(self) -> None:
+        if not self.url:
+            raise UserError("target influx: needs a url (server: local, or server: {url: http://host:8086})")
+        self.http = HttpClient(self.url, self.what, pushback_words=PUSHBACK_WORDS)
+        await self.http.open(probe_path="/ping")
+        async with self.http.session.get(self.url + "/ping") as r:
+            self._version = r.headers.get("X-Influxdb-Version", "")
+            if r.status != 204 or not self._version:
+                await self.close()
+                raise UserError(f"target influx: {self.url}/ping answered HTTP {r.status} with X-Influxdb-Version "
+                                f"{self._version or '(none)'}: is this an InfluxDB 1.x server?")
+        if self.options.api == "v2":
+            from influxdb_client.client.influxdb_client_async import InfluxDBClientAsync
+
+            token = f"{self.options.username}:{self._password}" if self.options.username else "-"
+            client = InfluxDBClientAsync(url=self.url, token=token, org="-", timeout=300_000)
+            self._v2 = (client, client.write_api())
+
+    async def close(self) -> None:
+        if self._v2 is not None:
+            await self._v2[0].close()
+            self._v2 = None
+        if self.http is not None:
+            await self.http.close()
+            self.http = None
+
+    async def version(self) -> str:
+        return self._version
+
+    # ---- statements ---------------------------------------------------------------------
+    async def influxql(self, q: str, db: str | None = None) -> list[dict]:
+        """Run InfluxQL statements (POST /query); the results, or Fatal with the server's words."""
+        form = {"q": q}
+        if db:
+            form["db"] = db
+        try:
+            body = await self.http.post("/query", form, params={"epoch": "ns"}, headers=self.headers)
+        except Retryable as exc:
+            raise Fatal(str(exc)) from None
+        results = json.loads(body).get("results", [])
+        for r in results:
+            if "error" in r:
+                raise Fatal(f"{self.what}: {q[:200]}: {r['error']}")
+        return results
+
+    async def _databases(self) -> set[str]:
+        res = await self.influxql("SHOW DATABASES")
+        return {row[0] for s in res[0].get("series", []) for row in s.get("values") or []}
+
+    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+        db = ident(self.db)
+        if self.db in await self._databases():
+            if if_exists == "drop":
+                await self.influxql(f"DROP DATABASE {db}")
+            elif if_exists == "abort":
+                res = await self.influxql(f"SHOW MEASUREMENTS ON {db} LIMIT 1")
+                if res[0].get("series"):
+                    raise exists_error("influx", f"database {self.db!r} at {self.url}")
+        await self.influxql(f"CREATE DATABASE {db}")
+
+    # ---- load ---------------------------------------------------------------------------
+    async def write(self, batch: Batch) -> None:
+        if self._v2 is not None:
+            return await self._write_v2(batch)
+        await self.http.post("/write", batch.data, params={"db": self.db, "precision": "ns"},
+                             headers={"Content-Type": "text/plain; charset=utf-8", **self.headers})
+
+    async def _write_v2(self, batch: Batch) -> None:
+        import aiohttp
+        from influxdb_client.rest import ApiException
+
+        try:
+            # the client takes bytes only (a memoryview would be iterated per byte)
+            await self._v2[1].write(bucket=f"{self.db}/autogen", record=bytes(batch.data), write_precision="ns")
+        except ApiException as exc:
+            text = (exc.body.decode("utf-8", "replace") if isinstance(exc.body, bytes) else str(exc.body or "")).strip()
+            msg = f"{self.what}: HTTP {exc.status}: {text[:500] or exc.reason}"
+            if exc.status in PUSHBACK_STATUS or any(w in text for w in PUSHBACK_WORDS):
+                raise Retryable(msg) from None
+            raise Fatal(msg) from None
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, asyncio.TimeoutError,
+                ConnectionError) as exc:
+            raise Retryable(f"{self.what}: {exc or type(exc).__name__}") from None
+
+    async def count(self, tables: Tables) -> int:
+        """Field values: count(*) of every measurement over [start, end)."""
+        where = f"WHERE time >= {tables.start_ns} AND time < {tables.end_ns}"
+        q = ";".join(f"SELECT count(*) FROM {ident(t.name)} {where}" for t in tables)
+        total = 0
+        for r in await self.influxql(q, db=self.db):
+            for s in r.get("series", []):
+                for row in s.get("values") or []:
+                    total += sum(v for v in row[1:] if v)
+        return total
+
+    # ---- settle and measure -------------------------------------------------------------
+    async def _stats(self, module: str) -> list[tuple[dict, dict]]:
+        """SHOW STATS rows of one module for this database: (tags, {field: value})."""
+        res = await self.influxql(f"SHOW STATS FOR '{module}'")
+        out = []
+        for s in res[0].get("series", []):
+            tags = s.get("tags") or {}
+            if tags.get("database") != self.db:
+                continue
+            for row in s.get("values") or []:
+                out.append((tags, dict(zip(s["columns"], row))))
+        return out
+
+    async def compact(self, timeout: float = COMPACT_TIMEOUT) -> None:
+        """Wait until every shard's cache has been snapshotted to TSM files (our
+        server config does it after 10 s without writes) and no compaction is
+        running or queued, on two polls 1 s apart; give up quietly after
+        `timeout` s. Full compaction of cold shards (1 min cold in our config)
+        is not awaited."""
+        deadline = time.monotonic() + timeout
+        quiet = 0
+        while time.monotonic() < deadline:
+            cache = await self._stats("tsm1_cache")
+            engine = await self._stats("tsm1_engine")
+            busy = any(v.get("memBytes", 0) for _, v in cache) or any(
+                n for _, v in engine for k, n in v.items()
+                if k.endswith(("CompactionsActive", "CompactionQueue")) and n)
+            quiet = 0 if busy else quiet + 1
+            if quiet == 2:
+                return
+            await asyncio.sleep(1.0)
+
+    async def disk_bytes(self) -> dict[str, int]:
+        """The shards' own diskBytes (TSM files + WAL) summed over the database."""
+        return {"influx_shard_disk_bytes": sum(int(v.get("diskBytes", 0)) for _, v in await self._stats("shard"))}
+
+    # ---- queries ------------------------------------------------------------------------
+    def dialect_name(self) -> str:
+        return self.options.query_language
+
+    def dialect(self, language: str | None = None) -> InfluxQL | Flux:
+        """The dialect of `language` (the query_language option's by default) for this database."""
+        return self.dialects[language or self.dialect_name()](self.db)
+
+    def render(self, spec) -> InfluxQuery:
+        """InfluxQL (or Flux, with query_language: flux) of a QuerySpec; carries the params."""
+        text = super().render(spec)
+        lang = self.dialect_name()
+        self._body(lang, text)         # encoded now, not on the timed path
+        return InfluxQuery(lang, text, spec.type, spec.params)
+
+    def _body(self, lang: str, text: str) -> bytes:
+        """The request body of a query (JSON for Flux, a form for InfluxQL), encoded once."""
+        body = self._bodies.get((lang, text))
+        if body is None:
+            if lang == "flux":
+                body = json.dumps({"query": text, "type": "flux", "dialect": FLUX_DIALECT}).encode()
+            else:
+                body = urllib.parse.urlencode({"q": text, "db": self.db}).encode()
+            self._bodies[(lang, text)] = body
+        return body
+
+    async def query(self, native: InfluxQuery) -> Answer:
+        """Run a rendered query: time to the first and the last byte of the response body
+        (InfluxDB sends the headers before the query runs, so they are not the first
+        byte that counts), its size (uncompressed on the wire: Accept-Encoding identity),
+        and its canonical rows. InfluxDB's refusals are Fatal with its words."""
+        if self.http is None:
+            raise Fatal(f"{self.what}: query() before open()")
+        lang = native.language
+        status, body, ttfb, secs = await self._timed_post(QUERY_PATH[lang], self._body(lang, native.text),
+                                                          headers=self._query_headers[lang])
+        text = body.decode("utf-8", "replace")
+        if status >= 300:
+            raise self._refused(lang, status, text)
+        rows = self.dialect(lang).parse_answer(native.params, text, self.what)
+        return Answer(rows, len(body), ttfb, secs, raw=text)
+
+    def _refused(self, lang: str, status: int, text: str) -> Fatal:
+        """A query answered with an HTTP error status, in the server's words."""
+        if lang == "flux":
+            hint = " (Flux needs the server option flux: true)" if status in (403, 404) else ""
+            return Fatal(f"{self.what}: flux: HTTP {status}: {_error_text(text)}{hint}")
+        return Fatal(f"{self.what}: HTTP {status}: {_error_text(text)}")
+
+    async def _timed_post(self, path: str, data, params: dict | None = None,
+                          headers: dict | None = None) -> tuple[int, bytes, float, float]:
+        """(status, body, seconds to the first byte of the body, seconds to its last byte)."""
+        import aiohttp
+
+        t0 = time.perf_counter()
+        try:
+            async with self.http.session.post(self.url + path, data=data, params=params, headers=headers) as r:
+                # InfluxDB sends its headers before the query has run: time the first body byte
+                first = await r.content.readany()
+                ttfb = time.perf_counter() - t0
+                body = first + await r.content.read()
+                status = r.status
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            raise Fatal(f"{self.what}: {path}: {str(exc) or type(exc).__name__}") from None
+        return status, body, ttfb, time.perf_counter() - t0
+
+
+def _error_text(text: str) -> str:
+    """The "error" of a JSON error body, else the body itself (one line, 500 chars)."""
+    try:
+        msg = json.loads(text).get("error")
+    except (json.JSONDecodeError, AttributeError):
+        msg = None
+    return (msg or text.strip() or "(empty body)").replace("\n", " ")[:500]

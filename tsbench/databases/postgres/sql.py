@@ -1,0 +1,76 @@
+"""PostgreSQL's queries (phases 3-5): the shared SQL dialect spelled for
+tsbench's layout (entity tags read through the tag-set table's join, time math
+in exact numerics), run on a pool of autocommit connections, one per query in
+flight."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+
+from ...errors import Fatal
+from ...queries.base import Answer, SqlSpelling, q
+from ...queries.sql import Sql
+
+TAGS = "tags"          # the tag-set table
+
+
+def one_line(exc: BaseException) -> str:
+    """A driver error as one line of its own words."""
+    return "; ".join(x.strip() for x in str(exc).strip().splitlines() if x.strip()) or type(exc).__name__
+
+
+class PostgresSpelling(SqlSpelling):
+    """The reference SQL as PostgreSQL runs it on tsbench's layout: with a tag-set
+    table, entity tags are read through a join; time math in exact numerics."""
+
+    name = "postgres"
+
+    def __init__(self, schema: str, entity: tuple[str, ...]):
+        self.schema, self.entity = schema, entity
+
+    def table(self, measurement: str) -> str:
+        base = f"{q(self.schema)}.{q(measurement)} m"
+        return base + (f" JOIN {q(self.schema)}.{TAGS} t ON m.tags_id = t.id" if self.entity else "")
+
+    def tag(self, measurement: str, tag: str) -> str:
+        return f"t.{q(tag)}" if tag in self.entity else f"m.{q(tag)}"
+
+    def time_ns(self) -> str:
+        return "(extract(epoch from m.time) * 1000000000)::bigint"
+
+    def bucket_ns(self, width_ns: int) -> str:
+        return f"({self.time_ns()} / {width_ns}) * {width_ns}"
+
+
+class PostgresQueries:
+    """The query half of PostgresTarget: its dialect (which needs the layout that
+    create() or attach() bound) and query()."""
+
+    dialects = {"sql": Sql}
+
+    def dialect(self) -> Sql:
+        if self._plans is None:
+            raise Fatal("postgres: render() before create() or attach()")
+        entity = self._plans[0].entity if self._plans else ()
+        return Sql(PostgresSpelling(self.schema, entity))
+
+    async def query(self, native: str) -> Answer:
+        conn = self._qfree.pop() if self._qfree else None
+        t0 = time.perf_counter()
+        try:
+            if conn is None:
+                conn = await self._connect(self.options.database)
+                await conn.set_autocommit(True)
+                self._qall_conns.append(conn)
+            cur = await conn.execute(native)
+            ttfb = time.perf_counter() - t0
+            rows = await cur.fetchall()
+        except psycopg.Error as exc:
+            if conn is not None and not conn.closed:
+                self._qfree.append(conn)
+            raise Fatal(f"postgres: {one_line(exc)}") from None
+        self._qfree.append(conn)
+        # libpq does not say how many bytes a result took on the wire: bytes not measured (None)
+        return Answer([tuple(r) for r in rows], None, ttfb, time.perf_counter() - t0, raw=native)

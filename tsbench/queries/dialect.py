@@ -1,0 +1,82 @@
+"""Query dialects (phases 3-5): how one database's query language states the
+catalog's shapes, TSBS's "filler" idea. A dialect implements shapes, not query
+types: a method per basic shape (aggregate, rows, last) that turns a drawn
+query's parameters into the database's native query, and a renderer per custom
+shape it knows (the iot types). The query types a dialect runs are derived:
+every catalog type whose shape it implements, minus its declared exclusions,
+each with its reason. So a type added to the catalog in a known shape runs
+everywhere at once, and `support()` says for every type why it does not.
+
+    class MetricsQL(Dialect):
+        name = "metricsql"
+        excluded = {"high-cpu-all": "rows filtered on a field need row output"}
+        def aggregate(self, p): ...
+        def rows(self, p): ...
+        def last(self, p): ...
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar, Mapping
+
+from ..errors import Unsupported
+from .base import BASIC_SHAPES, QuerySpec, shape_of
+from .catalog import CATALOG
+
+
+class Dialect:
+    """Base class: subclasses override the shape methods they implement."""
+
+    name: ClassVar[str] = ""
+    # query type -> why this dialect does not run it, though it implements its shape
+    excluded: ClassVar[Mapping[str, str]] = {}
+    # custom shape (a catalog type's own name) -> renderer(dialect, params) -> native query
+    custom: ClassVar[Mapping[str, Callable[[Any, dict], Any]]] = {}
+
+    def aggregate(self, p: dict) -> Any:
+        raise NotImplementedError
+
+    def rows(self, p: dict) -> Any:
+        raise NotImplementedError
+
+    def last(self, p: dict) -> Any:
+        raise NotImplementedError
+
+    # ---- derived capabilities -------------------------------------------------------------
+    @classmethod
+    def shapes(cls) -> frozenset[str]:
+        """The shapes this dialect implements: the basic ones it overrides, and its custom ones."""
+        basic = {s for s in BASIC_SHAPES if getattr(cls, s) is not getattr(Dialect, s)}
+        return frozenset(basic) | frozenset(cls.custom)
+
+    @classmethod
+    def support(cls) -> dict[str, str | None]:
+        """Every catalog type: None if this dialect runs it, else the reason it does not."""
+        shapes = cls.shapes()
+        out: dict[str, str | None] = {}
+        for name, qt in CATALOG.items():
+            if name in cls.excluded:
+                out[name] = cls.excluded[name]
+            elif qt.shape not in shapes:
+                out[name] = f"{cls.name} does not implement the {qt.shape} shape"
+            else:
+                out[name] = None
+        return out
+
+    @classmethod
+    def query_types(cls) -> frozenset[str]:
+        return frozenset(n for n, why in cls.support().items() if why is None)
+
+    # ---- rendering ----------------------------------------------------------------------
+    def render(self, spec: QuerySpec) -> Any:
+        """The native query of a drawn query; Unsupported with the reason for a type it does not run."""
+        why = self.support().get(spec.type, f"unknown query type {spec.type!r}")
+        if why is not None:
+            raise Unsupported(f"{self.name}: query type {spec.type} is not run ({why})")
+        shape = shape_of(spec.params)
+        if shape in BASIC_SHAPES:
+            return getattr(self, shape)(spec.params)
+        return self.render_custom(shape, spec.params)
+
+    def render_custom(self, shape: str, p: dict) -> Any:
+        return self.custom[shape](self, p)

@@ -1,0 +1,91 @@
+"""The orchestration API (phases 2-5): the one way to reach a database, load a
+data file into it, draw queries and run them, that `run` (runner.py) and the
+`load`, `execute` and `validate` commands all call. The commands only parse
+arguments and print; the runner only loops over cells and records.
+
+    async with session.open_target(Reach("postgres", "local", {"index": "brin"})) as conn:
+        res = await session.load(conn, datafile, LoadOptions(workers=4))      # LoadResult
+        specs = session.draw(dataset, session.select_types(dataset, [], ["devops"]), 5, seed=1)
+        out = await session.run_queries(conn, dataset, specs, ExecOptions(), session.reference(dataset))
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+from . import queries
+from .connect import Connection, connect
+from .dataset import Dataset
+from .datafile import DataFile, tables_of
+from .errors import UserError
+from .execute import ExecOptions, ExecResult, execute
+from .load import LoadOptions, LoadResult, load as load_phase
+from .queries.base import QuerySpec
+
+FAMILIES = ("devops", "iot", "flux", "relational")
+
+
+@dataclass
+class Reach:
+    """How to reach a target: a local server tsbench starts ("local") or a URL."""
+
+    target: str
+    server: str = "local"
+    options: dict = field(default_factory=dict)
+    server_options: dict = field(default_factory=dict)
+    ports: dict | None = None
+    keep_server: bool = False
+    name: str | None = None              # the local instance's name
+
+
+@contextlib.asynccontextmanager
+async def open_target(reach: Reach, announce: bool = True):
+    """A Connection (target, local server, data dir); the local server stops when the block ends."""
+    async with connect(reach.target, reach.server, reach.options, reach.server_options, reach.ports,
+                       reach.keep_server, name=reach.name, announce=announce) as conn:
+        yield conn
+
+
+async def server_version(conn: Connection) -> str:
+    """The version the database reports, else the one its local server was installed as."""
+    v = await conn.target.version()
+    if not v and conn.server is not None and conn.server.state is not None:
+        v = conn.server.state.version
+    return v
+
+
+async def load(conn: Connection, df: DataFile, opts: LoadOptions) -> LoadResult:
+    """Phase 2 on an open target: create, timed load, verify, compact, disk figures."""
+    pids = conn.server.pids() if conn.server else None
+    return await load_phase(conn.target, df, opts, conn.datadir, pids)
+
+
+def select_types(ds: Dataset, types: list[str], families: list[str]) -> list[str]:
+    """The query types to draw: those named, else every type of the families that fits the dataset."""
+    if types:
+        return list(types)
+    for f in families:
+        if f not in FAMILIES:
+            raise UserError(f"--family: unknown family {f!r} (families: {', '.join(FAMILIES)})")
+    ctx = queries.context(ds)
+    return [n for n, qt in queries.CATALOG.items() if qt.family in families and qt.applies(ctx) is None]
+
+
+def draw(ds: Dataset, types: list[str], count: int, seed: int) -> list[QuerySpec]:
+    """Phase 3: `count` queries of each type, parameters from (seed, type, index) only."""
+    return queries.generate(ds, types, count, seed)
+
+
+def reference(ds: Dataset):
+    """Phase 5's reference engine over the dataset (DuckDB, from the simulator's columns)."""
+    from .queries.reference import Reference
+
+    return Reference(ds)
+
+
+async def run_queries(conn: Connection, ds: Dataset, specs: list[QuerySpec], opts: ExecOptions,
+                      ref=None) -> ExecResult:
+    """Phases 4-5 on an open target holding the dataset: bind to its tables, execute, validate."""
+    await conn.target.attach(tables_of(ds, 0, 0))
+    return await execute(conn.target, specs, opts, ref, conn.server)
