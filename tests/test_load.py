@@ -75,8 +75,8 @@ def test_push_back_is_retried_with_backoff(data):
 def test_stall_times_out_and_recovers(data):
     df = data["devops.lp"]
     with FaultServer() as fs:
-        fs.faults, fs.stall_seconds = ["stall"], 3.0
-        r = _load("null-http", df, server=fs.url, options={"timeout": 0.5}, workers=2, batch_size=20_000)
+        fs.faults, fs.stall_seconds = ["stall"], 6.0      # far past the 2 s timeout; a normal write on a busy box stays under it
+        r = _load("null-http", df, server=fs.url, options={"timeout": 2.0}, workers=2, batch_size=20_000)
         assert r.verified and r.backoffs >= 1
 
 

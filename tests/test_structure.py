@@ -14,7 +14,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PKG = ROOT / "tsbench"
-ORCHESTRATION = ("runner.py", "session.py", "cli.py", "experiment.py", "connect.py")
+ORCHESTRATION = ("runner.py", "session.py", "cli.py", "experiment.py", "connect.py", "execute.py", "load.py")
 MAX_FUNCTION_LINES = 60
 
 
@@ -67,6 +67,18 @@ def test_nothing_outside_a_database_package_imports_it():
     bad = [(m, d) for m, deps in import_graph().items() for d in deps
            if _database_of(d) and _database_of(d) != _database_of(m)]
     assert not bad, f"modules importing another database's package: {bad}"
+
+
+# what every phase shares, below the databases: none of it imports tsbench.databases
+LOWER = ("tsbench.model", "tsbench.errors", "tsbench.native", "tsbench.schema", "tsbench.dataset",
+         "tsbench.datafile", "tsbench.batches", "tsbench.generate", "tsbench.timeutil", "tsbench.usecases",
+         "tsbench.queries")
+
+
+def test_lower_layers_do_not_import_the_databases():
+    bad = [(m, d) for m, deps in import_graph().items() if m.startswith(LOWER) for d in deps
+           if d.startswith("tsbench.databases")]
+    assert not bad, f"modules below the databases importing them: {bad}"
 
 
 def test_no_import_cycle():

@@ -47,11 +47,10 @@ def _influx_query_stats(url: str) -> tuple[int, int]:
 
 
 async def _run(a) -> None:
-    from . import queries
-    from .connect import connect
+    from . import session
     from .datafile import open_datafile
     from .execute import ExecOptions, execute
-    from .load import LoadOptions, load
+    from .load import LoadOptions
 
     d = a.data_dir or tempfile.mkdtemp(prefix="tsbench-bench-")
     os.makedirs(d, exist_ok=True)
@@ -60,9 +59,9 @@ async def _run(a) -> None:
         subprocess.run([sys.executable, "-m", "tsbench", "generate", "-q", "--scale", str(a.scale), "--seed", "123",
                         "--end", "2016-01-01T06:00:00Z", "-j", "2", "-o", path], check=True)
     df = open_datafile(path)
-    specs = queries.generate(df.dataset, [a.type], a.count, 123)
-    async with connect("influx", "local", {}, announce=False) as c:
-        await load(c.target, df, LoadOptions(progress=False, workers=2, compact=True))
+    specs = session.draw(df.dataset, [a.type], a.count, 123)
+    async with session.open_target(session.Reach("influx"), announce=False) as c:
+        await session.load(c, df, LoadOptions(progress=False, workers=2, compact=True))
         url = c.target.url
         print(f"{a.type}: InfluxDB {await c.target.version()}, devops {a.scale} hosts x 6 h, {a.count} queries, "
               f"1 worker, {a.burn_in} burn-in, warm cache")

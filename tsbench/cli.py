@@ -292,7 +292,7 @@ def queries_generate(datafile, dataset, types, family, count, seed, output) -> N
 def queries_list(markdown, why) -> None:
     """Every query type: family, shape, meaning, and which targets run it
     (derived from the shapes each target's dialect implements)."""
-    from .queries.support import markdown_table, support_matrix
+    from .databases.support import markdown_table, support_matrix
 
     m = support_matrix()
     if markdown:

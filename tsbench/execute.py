@@ -127,30 +127,88 @@ async def _cold(target: Target, server) -> str | None:
 
 async def execute(target: Target, specs: list[QuerySpec], opts: ExecOptions, reference=None, server=None,
                   tables=None) -> ExecResult:
+    """Run the queries the target renders (the rest recorded as unsupported): burn-in and
+    warm-up passes unrecorded, then the measured passes, each cold if asked."""
     opts.check()
-    res = ExecResult(type(target).name, opts.cache)
-    runnable, natives = [], {}
-    for s in specs:
-        try:
-            natives[s.id] = target.render(s)
-            runnable.append(s)
-        except Unsupported:
-            if s.type not in res.unsupported:
-                res.unsupported.append(s.type)
-    if not runnable:
-        return res
-    rel_tol = opts.rel_tol or (10.0 ** (1 - target.float_digits) if target.float_digits else DEFAULT_REL_TOL)
-    measured = opts.count if opts.count is not None else (None if opts.duration else len(runnable))
-    checked: set[int] = set()
+    ex = _Execution(target, opts, reference)
+    if not ex.render(specs):
+        return ex.res
+    if opts.burn_in:
+        await ex.run_pass(ex.plan(opts.burn_in), False, None, None)
+    if opts.cache == "warm":
+        await ex.run_pass(ex.runnable, False, None, None)
+    await ex.measured(server)
+    return ex.res
 
-    async def run_pass(seq: list[QuerySpec], record: bool, t_sched0: float | None, deadline: float | None):
+
+class _Execution:
+    """One execute call: the rendered queries, the workers' passes and the result."""
+
+    def __init__(self, target: Target, opts: ExecOptions, reference):
+        self.target, self.opts, self.reference = target, opts, reference
+        self.res = ExecResult(type(target).name, opts.cache)
+        self.runnable: list[QuerySpec] = []
+        self.natives: dict[int, object] = {}
+        self.checked: set[int] = set()
+        digits = target.float_digits
+        self.rel_tol = opts.rel_tol or (10.0 ** (1 - digits) if digits else DEFAULT_REL_TOL)
+
+    def render(self, specs: list[QuerySpec]) -> bool:
+        """Render every query once, before anything is timed; False if none can run."""
+        for s in specs:
+            try:
+                self.natives[s.id] = self.target.render(s)
+                self.runnable.append(s)
+            except Unsupported:
+                if s.type not in self.res.unsupported:
+                    self.res.unsupported.append(s.type)
+        return bool(self.runnable)
+
+    def plan(self, n: int | None) -> list[QuerySpec]:
+        if n is None:
+            n = len(self.runnable) * 1000     # --duration: enough, the deadline stops it
+        return [self.runnable[i % len(self.runnable)] for i in range(n)]
+
+    async def measured(self, server) -> None:
+        """The recorded passes (cold: the server restarted and caches dropped before each)."""
+        opts, res = self.opts, self.res
+        measured = opts.count if opts.count is not None else (None if opts.duration else len(self.runnable))
+        seq = self.plan(measured)
+        cold = opts.cache in ("cold", "cold-query")
+        passes = 1
+        if opts.cache == "cold":
+            passes = max(1, -(-len(seq) // len(self.runnable)))
+        elif opts.cache == "cold-query":
+            passes = len(seq)               # every query meets a just-restarted server and an empty page cache
+        notes: list[str] = []
+        sampler = _Sampler(res, len(seq), f"execute {res.target}", opts.progress)
+        t0 = time.perf_counter()
+        ticker = asyncio.create_task(sampler.run())
+        try:
+            per = -(-len(seq) // passes)
+            for k in range(passes):
+                if cold:
+                    why = await _cold(self.target, server)
+                    if why and why not in notes:
+                        notes.append(why)
+                deadline = t0 + opts.duration if opts.duration else None
+                await self.run_pass(seq[k * per:(k + 1) * per], True, time.perf_counter() if opts.rate else None,
+                                    deadline)
+        finally:
+            ticker.cancel()
+            res.seconds = time.perf_counter() - t0
+            sampler.sample()
+            sampler.close()
+        if cold and notes:
+            res.cache, res.cache_note = "lukewarm", "; ".join(notes)
+
+    async def run_pass(self, seq: list[QuerySpec], record: bool, t_sched0: float | None,
+                       deadline: float | None) -> None:
         queue: asyncio.Queue = asyncio.Queue()
         for i, s in enumerate(seq):
             queue.put_nowait((i, s))
-        done = 0
 
         async def worker(w: int):
-            nonlocal done
             while True:
                 try:
                     i, s = queue.get_nowait()
@@ -160,76 +218,39 @@ async def execute(target: Target, specs: list[QuerySpec], opts: ExecOptions, ref
                     return
                 sched = None
                 if t_sched0 is not None:
-                    sched = t_sched0 + i / opts.rate
+                    sched = t_sched0 + i / self.opts.rate
                     delay = sched - time.perf_counter()
                     if delay > 0:
                         await asyncio.sleep(delay)
-                start = time.perf_counter()
-                rec = {"id": s.id, "type": s.type, "worker": w, "start": start, "status": "ok", "error": "",
-                       "ttfb": None, "bytes": None, "rows": 0}
-                try:
-                    ans = await target.query(natives[s.id])
-                    # to the answer's last byte (or the driver's rows), not through our normalization
-                    end = start + ans.seconds if ans.seconds else time.perf_counter()
-                    rec.update(ttfb=ans.ttfb, bytes=ans.nbytes, rows=len(ans.rows))
-                    if opts.print_responses:
-                        print(f"-- query {s.id} ({s.type}) on {res.target}: {len(ans.rows)} rows\n"
-                              f"{ans.raw}\n" + "\n".join(map(str, ans.rows[:50])), flush=True)
-                    if record and opts.validate and reference is not None and s.id not in checked:
-                        checked.add(s.id)
-                        mm = compare(s.params, reference.expected(s), ans.rows, rel_tol)
-                        res.validation.append({"id": s.id, "type": s.type, "ok": mm is None,
-                                               "diff": mm.diff() if mm else "", "rel_tol": rel_tol})
-                except (Fatal, Retryable) as exc:
-                    end = time.perf_counter()
-                    rec.update(status="error", error=str(exc)[:1000])
-                rec["latency"] = end - (sched if sched is not None else start)
-                if record:
-                    res.records.append(rec)
-                done += 1
+                await self.one(w, s, sched, record)
 
-        await asyncio.gather(*(worker(w) for w in range(opts.workers)))
-        return done
+        await asyncio.gather(*(worker(w) for w in range(self.opts.workers)))
 
-    def plan(n: int | None) -> list[QuerySpec]:
-        if n is None:
-            n = len(runnable) * 1000     # --duration: enough, the deadline stops it
-        return [runnable[i % len(runnable)] for i in range(n)]
-
-    # burn-in and warm-up passes are run, not recorded
-    if opts.burn_in:
-        await run_pass(plan(opts.burn_in), False, None, None)
-    notes = []
-    passes = 1
-    if opts.cache == "warm":
-        await run_pass(runnable, False, None, None)
-    seq = plan(measured)
-    cold = opts.cache in ("cold", "cold-query")
-    if opts.cache == "cold":
-        passes = max(1, -(-len(seq) // len(runnable)))
-    elif opts.cache == "cold-query":
-        passes = len(seq)               # every query meets a just-restarted server and an empty page cache
-    sampler = _Sampler(res, len(seq), f"execute {res.target}", opts.progress)
-    t0 = time.perf_counter()
-    ticker = asyncio.create_task(sampler.run())
-    try:
-        per = -(-len(seq) // passes)
-        for k in range(passes):
-            part = seq[k * per:(k + 1) * per]
-            if cold:
-                why = await _cold(target, server)
-                if why and why not in notes:
-                    notes.append(why)
-            deadline = t0 + opts.duration if opts.duration else None
-            await run_pass(part, True, time.perf_counter() if opts.rate else None, deadline)
-    finally:
-        ticker.cancel()
-        res.seconds = time.perf_counter() - t0
-        sampler.sample()
-        sampler.close()
-    if cold and notes:
-        res.cache, res.cache_note = "lukewarm", "; ".join(notes)
-    return res
+    async def one(self, w: int, s: QuerySpec, sched: float | None, record: bool) -> None:
+        """One query: run, time to the answer's last byte, validate a distinct query once."""
+        opts, res = self.opts, self.res
+        start = time.perf_counter()
+        rec = {"id": s.id, "type": s.type, "worker": w, "start": start, "status": "ok", "error": "",
+               "ttfb": None, "bytes": None, "rows": 0}
+        try:
+            ans = await self.target.query(self.natives[s.id])
+            # to the answer's last byte (or the driver's rows), not through our normalization
+            end = start + ans.seconds if ans.seconds else time.perf_counter()
+            rec.update(ttfb=ans.ttfb, bytes=ans.nbytes, rows=len(ans.rows))
+            if opts.print_responses:
+                print(f"-- query {s.id} ({s.type}) on {res.target}: {len(ans.rows)} rows\n"
+                      f"{ans.raw}\n" + "\n".join(map(str, ans.rows[:50])), flush=True)
+            if record and opts.validate and self.reference is not None and s.id not in self.checked:
+                self.checked.add(s.id)
+                mm = compare(s.params, self.reference.expected(s), ans.rows, self.rel_tol)
+                res.validation.append({"id": s.id, "type": s.type, "ok": mm is None,
+                                       "diff": mm.diff() if mm else "", "rel_tol": self.rel_tol})
+        except (Fatal, Retryable) as exc:
+            end = time.perf_counter()
+            rec.update(status="error", error=str(exc)[:1000])
+        rec["latency"] = end - (sched if sched is not None else start)
+        if record:
+            res.records.append(rec)
 
 
 class _Sampler:

@@ -51,38 +51,42 @@ def _plugins(group: str, builtin: dict[str, str]) -> list:
     return [ep for ep in entry_points(group=group) if ep.name not in builtin]
 
 
+def _names(attr: str, group: str) -> list[str]:
+    builtin = _declared(attr)
+    return list(builtin) + sorted(ep.name for ep in _plugins(group, builtin))
+
+
 def names() -> list[str]:
     """Every target name: the built-in ones in registry order, then plugins'."""
-    builtin = _declared("TARGETS")
-    return list(builtin) + sorted(ep.name for ep in _plugins(TARGET_GROUP, builtin))
+    return _names("TARGETS", TARGET_GROUP)
 
 
 def server_names() -> list[str]:
-    builtin = _declared("SERVERS")
-    return list(builtin) + sorted(ep.name for ep in _plugins(SERVER_GROUP, builtin))
+    return _names("SERVERS", SERVER_GROUP)
+
+
+def _find(attr: str, group: str, base: type, what: str, name: str):
+    builtin = _declared(attr)
+    if name in builtin:
+        return _load(builtin[name])
+    for ep in _plugins(group, builtin):
+        if ep.name == name:
+            cls = ep.load()
+            if not (isinstance(cls, type) and issubclass(cls, base)):
+                raise UserError(f"{what} {name!r}: entry point {ep.value} is not a tsbench {base.__name__} class")
+            return cls
+    return None
 
 
 def target_class(name: str) -> type[Target]:
-    builtin = _declared("TARGETS")
-    if name in builtin:
-        return _load(builtin[name])
-    for ep in _plugins(TARGET_GROUP, builtin):
-        if ep.name == name:
-            cls = ep.load()
-            if not (isinstance(cls, type) and issubclass(cls, Target)):
-                raise UserError(f"target {name!r}: entry point {ep.value} is not a tsbench Target class")
-            return cls
-    raise UserError(f"--target: unknown target {name!r} (one of {', '.join(names())})")
+    cls = _find("TARGETS", TARGET_GROUP, Target, "target", name)
+    if cls is None:
+        raise UserError(f"--target: unknown target {name!r} (one of {', '.join(names())})")
+    return cls
 
 
 def server_class(kind: str) -> type[Server]:
-    builtin = _declared("SERVERS")
-    if kind in builtin:
-        return _load(builtin[kind])
-    for ep in _plugins(SERVER_GROUP, builtin):
-        if ep.name == kind:
-            cls = ep.load()
-            if not (isinstance(cls, type) and issubclass(cls, Server)):
-                raise UserError(f"server {kind!r}: entry point {ep.value} is not a tsbench Server class")
-            return cls
-    raise UserError(f"unknown server {kind!r} (one of {', '.join(server_names())})")
+    cls = _find("SERVERS", SERVER_GROUP, Server, "server", kind)
+    if cls is None:
+        raise UserError(f"unknown server {kind!r} (one of {', '.join(server_names())})")
+    return cls

@@ -144,7 +144,6 @@ def _stationary_rows(p: dict, results: list[dict]) -> list[tuple]:
     return out
 
 
-
 # ---- long-driving-sessions / long-daily-sessions ----------------------------------------------
 # Mean velocity per truck and 10-minute bucket (fill(none): buckets without a velocity are
 # absent, as SQL's avg of nothing is NULL and fails > v); the driving buckets counted per
@@ -162,7 +161,6 @@ def _long_rows(p: dict, results: list[dict]) -> list[tuple]:
         if m is not None and m > float(p["velocity_above"]):
             n[g] += 1
     return [(*g, c) for g, c in n.items() if c > int(p["min_periods"])]
-
 
 
 # ---- avg-vs-projected-fuel-consumption ----------------------------------------------------------
@@ -186,7 +184,6 @@ def _avp_rows(p: dict, results: list[dict]) -> list[tuple]:
     return [(fleet, a[0] / a[1] if a[1] else None, a[2] / a[3] if a[3] else None) for fleet, a in acc.items()]
 
 
-
 # ---- avg-daily-driving-duration -----------------------------------------------------------------
 # Mean velocity per truck (fleet, name, driver) and 10-minute bucket; client-side: driving
 # buckets counted per UTC day, / 6, averaged over the days with any.
@@ -206,7 +203,6 @@ def _dur_rows(p: dict, results: list[dict]) -> list[tuple]:
     for (g, _), c in days.items():
         per[g].append(c / 6)
     return [(*g, sum(v) / len(v)) for g, v in per.items()]
-
 
 
 # ---- avg-daily-driving-session ------------------------------------------------------------------
@@ -237,7 +233,6 @@ def _session_rows(p: dict, results: list[dict]) -> list[tuple]:
     return [(dy, name, sum(v) / len(v)) for (dy, name), v in out.items()]
 
 
-
 # ---- avg-load -----------------------------------------------------------------------------------
 # Per truck (fleet, model, name): mean current_load and mean load_capacity; client-side per
 # (fleet, model): the mean of the capacities and of load / capacity over the trucks that have
@@ -256,7 +251,6 @@ def _load_rows(p: dict, results: list[dict]) -> list[tuple]:
     return [(*g, _mean([c for c, _ in v]), _mean([r for _, r in v])) for g, v in per.items()]
 
 
-
 # ---- daily-activity -----------------------------------------------------------------------------
 # Mean status per truck (fleet, model, name) and 10-minute bucket; client-side: the buckets
 # with mean < s counted per (UTC day, fleet, model), / 144.
@@ -273,7 +267,6 @@ def _activity_rows(p: dict, results: list[dict]) -> list[tuple]:
         if m is not None and m < float(p["status_below"]):
             n[tb // DAY * DAY, fleet, model] += 1
     return [(*k, c / 144) for k, c in n.items()]
-
 
 
 # ---- breakdown-frequency ------------------------------------------------------------------------

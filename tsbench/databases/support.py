@@ -1,4 +1,4 @@
-"""Which query types each target runs (phases 3-5), as data derived from the
+"""Which query types each registered target runs (phases 3-5), as data derived from the
 dialects: a column per target and query language (`influx`, `influx/flux`),
 a row per catalog type, and for every type a target does not run, the reason.
 `tsbench queries list` prints it; the README's table is its Markdown form
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalog import CATALOG, QueryType
+from ..queries.catalog import CATALOG, QueryType
 
 
 @dataclass
@@ -26,12 +26,12 @@ class SupportMatrix:
 
 def support_matrix() -> SupportMatrix:
     """Every registered target that runs queries, per dialect (the default one named by the target)."""
-    from .. import databases
+    from . import names, target_class
 
     cols: dict[str, dict[str, str | None]] = {}
     excluded: dict[str, dict[str, str]] = {}
-    for name in databases.names():
-        cls = databases.target_class(name)
+    for name in names():
+        cls = target_class(name)
         for k, (lang, dialect) in enumerate(cls.dialects.items()):
             col = name if k == 0 else f"{name}/{lang}"
             cols[col], excluded[col] = dialect.support(), dict(dialect.excluded)
