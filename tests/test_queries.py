@@ -162,6 +162,9 @@ def test_compare_rules():
     assert compare(p, exp, [(0, "x", 1.0, 2), (60, "y", 3.001, 4)]) is not None        # floats within tolerance
     assert compare(p, exp, [(0, "x", 1.0, 2)]) is not None                             # a missing row
     assert compare(p, exp, [(0, "x", 1.0, None), (60, "y", 3.0, 4)]) is not None       # null vs value
+    big = [(0, "x", 1.0, 2**53)]                            # integers as integers, not as doubles
+    assert compare(p, big, [(0, "x", 1.0, 2**53 + 1)]) is not None
+    assert compare(p, big, [(0, "x", 1.0, 2**53)]) is None
 
 
 def test_unsupported_types_are_recorded_not_run(devops, specs, reference):

@@ -79,7 +79,7 @@ def compare(p: dict, expected: list[tuple], got: list[tuple], rel_tol: float = D
             if kind == "str":
                 ok = str(a) == str(b)
             elif kind == "int":
-                ok = float(a) == float(b)
+                ok = a == b                 # exactly: Python compares int and float values exactly
             else:
                 ok = math.isclose(float(a), float(b), rel_tol=rel_tol, abs_tol=0.0) or float(a) == float(b)
             if not ok:
