@@ -75,7 +75,8 @@ def test_push_back_is_retried_with_backoff(data):
 def test_stall_times_out_and_recovers(data):
     df = data["devops.lp"]
     with FaultServer() as fs:
-        fs.faults, fs.stall_seconds = ["stall"], 6.0      # far past the 2 s timeout; a normal write on a busy box stays under it
+        # a stall far past the 2 s timeout; a normal write on a busy box stays well under it
+        fs.faults, fs.stall_seconds = ["stall"], 6.0
         r = _load("null-http", df, server=fs.url, options={"timeout": 2.0}, workers=2, batch_size=20_000)
         assert r.verified and r.backoffs >= 1
 

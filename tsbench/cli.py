@@ -535,7 +535,8 @@ def servers_start(kind, name, ports, server_options, keep_data) -> None:
     """Start a server (installing it first if needed); prints its URL and pid."""
     from . import databases
 
-    srv = databases.server_class(kind)(name=name, ports=_ports(ports), options=_params(server_options, "--server-option"))
+    srv = databases.server_class(kind)(name=name, ports=_ports(ports),
+                                       options=_params(server_options, "--server-option"))
     st = srv.start(fresh=not keep_data)
     click.echo(f"{st.name}: {st.kind} {st.version} pid {st.pid} {st.url} data {st.datadir} log {st.log}")
 

@@ -1,8 +1,9 @@
 """The target protocol (phases 2-5): one small class per database dialect.
 
 A target declares what it consumes and can do as class data (format, count
-unit, server kind, query types, options model), so a test can list every
-database's capabilities without a server. The loader drives it:
+unit, server kind, options model, its dialects, from which the query types it
+runs are derived), so a test can list every database's capabilities without a
+server. The loader drives it:
 
     t = Cls(url, options); await t.open()
     await t.create(tables, if_exists)        # abort (default) | reuse | drop
@@ -137,8 +138,8 @@ class Target:
         return self.dialects[self.dialect_name()]()
 
     def render(self, spec) -> Any:
-        """The native query of a QuerySpec in this target's dialect; Unsupported, with the
-        reason, for a type it does not run."""
+        """The native query of a QuerySpec in this target's dialect (dialect().render);
+        Unsupported, with the reason, for a type it does not run."""
         if self.dialect_name() is None:
             raise Unsupported(f"target {self.name} runs no queries")
         try:
