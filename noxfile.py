@@ -1,7 +1,12 @@
 """Developer sessions: `nox -s tests` (the test suite), `nox -s bench`
-(generation throughput, CPU and memory figures) and `nox -s bench_load`
+(generation throughput, CPU and memory figures), `nox -s bench_processes`
+(generate with -j1 and -j2, little work and much) and `nox -s bench_load`
 (load rates and client CPU: null target, null HTTP sink, InfluxDB, VictoriaMetrics)
-and `nox -s bench_queries` (query latency on InfluxDB next to the server's own time)."""
+`nox -s bench_queries` (query latency on InfluxDB next to the server's own time) and
+`nox -s bench_validation` (latencies with and without checking the answers)."""
+
+import statistics
+import time
 
 import nox
 
@@ -25,6 +30,33 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "tsbench.bench", *session.posargs)
 
 
+# -j N is an upper bound: generate starts only the processes the work is worth
+PROCESS_CASES = {
+    "small: cpu-single, 2 hosts, 1 s interval, 2 days": [
+        "--use-case", "cpu-single", "--scale", "2", "--interval", "1s", "--end", "2016-01-03T00:00:00Z"],
+    "large: devops, 100 hosts, 10 s interval, 1 day": ["--use-case", "devops", "--scale", "100"],
+}
+
+
+@nox.session
+def bench_processes(session: nox.Session) -> None:
+    """generate to /dev/null with -j1 and -j2 in turn, small and large work: median wall
+    seconds of the whole command (posargs: runs, default 5, after one warm-up each)."""
+    session.install("-e", ".")
+    runs = int(session.posargs[0]) if session.posargs else 5
+    for label, args in PROCESS_CASES.items():
+        cmd = ["python", "-m", "tsbench", "generate", "-q", *args, "--seed", "123", "-o", "/dev/null", "-j"]
+        walls: dict[str, list[float]] = {"1": [], "2": []}
+        for i in range(runs + 1):
+            for j, w in walls.items():
+                t0 = time.perf_counter()
+                session.run(*cmd, j, silent=True)
+                if i:
+                    w.append(time.perf_counter() - t0)
+        session.log(f"{label}: -j1 {statistics.median(walls['1']):.2f} s, -j2 {statistics.median(walls['2']):.2f} s "
+                    f"(medians of {runs})")
+
+
 @nox.session
 def bench_load(session: nox.Session) -> None:
     """devops 100 hosts: the harness ceiling and local servers, rows/s and CPU seconds."""
@@ -37,3 +69,10 @@ def bench_queries(session: nox.Session) -> None:
     """single-groupby-1-1-1 on InfluxDB 1.8, devops 100 hosts x 6 h, 1 worker: p50, p99, q/s, server time."""
     session.install("-e", ".")
     session.run("python", "-m", "tsbench.bench_queries", *session.posargs)
+
+
+@nox.session
+def bench_validation(session: nox.Session) -> None:
+    """devops 100 hosts x 12 h on DuckDB and PostgreSQL, 4 workers: latency with / without validation."""
+    session.install("-e", ".")
+    session.run("python", "-m", "tsbench.bench_validation", *session.posargs)

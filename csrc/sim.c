@@ -1,6 +1,7 @@
 /*
  * sim.c -- the simulator: schema copy, per-entity state, evolutions, imperfect
- * delivery and the fill loop shared by every output (phase 1, generate).
+ * delivery and the fill loop shared by every output, and the merge of several
+ * simulators' fills into the bytes of one (phase 1, generate).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -744,4 +745,48 @@ uint64_t ts_format_doubles(const double *v, int64_t n, char *buf, uint64_t cap, 
         ends[i] = (int64_t)used;
     }
     return used;
+}
+
+/* ---- merging several simulators' outputs ------------------------------------------------ */
+
+/* copy source s's segments up to epoch `epoch`: 0 when s is through that epoch,
+ * TS_MERGE_FULL or TS_MERGE_NEED as ts_merge, TS_ERR_ARG on marks that do not fit */
+static int32_t merge_source(ts_merge_src *s, int64_t epoch, char *dst, uint64_t cap, uint64_t *used)
+{
+    while (s->next < s->n_marks && s->first_epoch + s->next <= epoch) {
+        uint64_t end = (uint64_t)s->marks[s->next];
+        if (s->marks[s->next] < 0 || end < s->pos || end > s->bytes) return TS_ERR_ARG;
+        uint64_t len = end - s->pos;
+        if (len > cap - *used) len = cap - *used;
+        memcpy(dst + *used, s->data + s->pos, len);
+        *used += len;
+        s->pos += len;
+        if (s->pos < end) return TS_MERGE_FULL;
+        s->next++;
+    }
+    return s->next < s->n_marks || s->last ? 0 : TS_MERGE_NEED;
+}
+
+static int merge_finished(const ts_merge_src *srcs, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (!srcs[i].last || srcs[i].next < srcs[i].n_marks) return 0;
+    return 1;
+}
+
+int32_t ts_merge(ts_merge_src *srcs, int32_t n, ts_merge_state *st, char *dst, uint64_t cap, uint64_t *used)
+{
+    if (!srcs || !st || !dst || !used || n < 1 || cap < 1 || st->turn < 0 || st->turn >= n) return TS_ERR_ARG;
+    for (int32_t i = 0; i < n; i++)
+        if (srcs[i].n_marks < 0 || (srcs[i].n_marks && (!srcs[i].marks || !srcs[i].data))) return TS_ERR_ARG;
+    *used = 0;
+    for (;;) {
+        if (st->turn == 0 && merge_finished(srcs, n)) return TS_MERGE_DONE;
+        int32_t rc = merge_source(&srcs[st->turn], st->epoch, dst, cap, used);
+        if (rc != 0) return rc;
+        if (++st->turn == n) {
+            st->turn = 0;
+            st->epoch++;
+        }
+    }
 }

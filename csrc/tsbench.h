@@ -177,6 +177,40 @@ int32_t ts_sim_tag_values(const ts_sim *sim, int64_t entity, int32_t series,
 
 /* shortest round-trip text of a double, positional (no exponent); returns length */
 uint64_t ts_format_doubles(const double *v, int64_t n, char *buf, uint64_t cap, int64_t *ends);
+/* ---- merging several simulators' outputs (phase 1, several processes) ---------------- */
+
+/* one simulator's current buffer, as a ts_sim_fill with marks left it. The
+ * caller sets data, bytes, marks, n_marks, first_epoch and last, with next = 0
+ * and pos = 0, each time it hands in a buffer; ts_merge advances next and pos.
+ * A source of zeros has no buffer yet: its turn asks for one (TS_MERGE_NEED). */
+typedef struct ts_merge_src {
+    const char *data;
+    uint64_t bytes;          /* bytes of records in data (the fill's bytes) */
+    const int64_t *marks;    /* end offset of each epoch segment in data */
+    int64_t n_marks;
+    int64_t first_epoch;     /* epoch of segment 0 */
+    int32_t last;            /* 1: the simulator has nothing after this buffer */
+    int64_t next;            /* the segment being copied */
+    uint64_t pos;            /* bytes of data already copied */
+} ts_merge_src;
+
+/* where a merge stands: the epoch being merged, the source whose turn it is
+ * (start from zeros) */
+typedef struct ts_merge_state {
+    int64_t epoch;
+    int32_t turn;
+} ts_merge_state;
+
+enum { TS_MERGE_DONE = 0, TS_MERGE_FULL = 1, TS_MERGE_NEED = 2 };
+
+/* copy the sources' records into dst in canonical order: for each epoch,
+ * source 0's segment of it, then source 1's ... (sources: simulators of
+ * consecutive entity ranges). Stops when dst is full (TS_MERGE_FULL), when
+ * source st->turn has used up a buffer that is not its last (TS_MERGE_NEED:
+ * hand in its next and call again), or when everything is merged
+ * (TS_MERGE_DONE); *used gets the bytes written into dst. < 0 on bad input. */
+int32_t ts_merge(ts_merge_src *srcs, int32_t n, ts_merge_state *st, char *dst, uint64_t cap, uint64_t *used);
+
 /* ---- batch cutting (phase 2: load) ---------------------------------------------------- */
 
 /* what one cut took: whole records only */

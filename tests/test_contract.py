@@ -17,6 +17,7 @@ query language). Run one database's contract with
 from __future__ import annotations
 
 import asyncio
+import json
 import pathlib
 import shutil
 import tempfile
@@ -115,11 +116,11 @@ def _reach(endpoint) -> session.Reach:
     return session.Reach(target, url or "local", options)
 
 
-def _load(endpoint, df, if_exists="drop", verify=True):
+def _load(endpoint, df, if_exists="drop", verify=True, compact=True):
     async def go():
         async with session.open_target(_reach(endpoint), announce=False) as conn:
             return await session.load(conn, df, LoadOptions(workers=2, batch_size=2000, if_exists=if_exists,
-                                                            verify=verify, progress=False))
+                                                            verify=verify, compact=compact, progress=False))
     return asyncio.run(go())
 
 
@@ -186,7 +187,7 @@ def test_every_query_it_runs_equals_the_reference(endpoint, dataset, datafiles, 
     runs = _cls(case)(url, CONTRACT[case][2]).query_types        # the types of the language its options chose
     types = [n for n, qt in queries.CATALOG.items() if n in runs and qt.applies(ctx) is None]
     assert types
-    specs = session.draw(ds, types, 2, seed=5)
+    specs = session.draw(ds, types, 2, seed=5, reference=references[dataset])
     _load(endpoint, df)
 
     async def go():
@@ -202,6 +203,45 @@ def test_every_query_it_runs_equals_the_reference(endpoint, dataset, datafiles, 
     bad = [v["diff"] for v in res.validation if not v["ok"]]
     assert not bad, bad[0]
     assert len(res.validation) == len(specs)
+
+
+@pytest.mark.parametrize("endpoint", _querying(), indirect=True)
+def test_timed_pass_connections_client_work_and_printed_responses(endpoint, datafiles, references, capsys):
+    """3 workers, no warm-up pass: the connections are opened before the timer (none in a
+    latency); client work exactly where the rendered query says, inside the latency;
+    --print-responses shows each executed query once, in the dialect, cut explicitly."""
+    from tsbench.responses import query_text
+
+    case, url = endpoint
+    runs = _cls(case)(url, CONTRACT[case][2]).query_types
+    dataset = "iot" if "low-fuel" in runs else "devops"
+    df = _file(endpoint, datafiles, dataset)
+    ctx = queries.context(df.dataset)
+    types = [n for n, qt in queries.CATALOG.items() if n in runs and qt.applies(ctx) is None]
+    specs = session.draw(df.dataset, types, 1, seed=6, reference=references[dataset])
+    _load(endpoint, df, compact=False)
+
+    async def go():
+        async with session.open_target(_reach(endpoint), announce=False) as conn:
+            await conn.target.attach(df.tables())
+            natives = {}
+            for s in specs:
+                try:
+                    natives[s.id] = conn.target.render(s)
+                except ServerLacks:
+                    pass
+            opts = ExecOptions(workers=3, cache="none", progress=False, print_responses=True, max_rows=1)
+            return natives, await session.run_queries(conn, df.dataset, specs, opts, references[dataset])
+    natives, res = asyncio.run(go())
+    out = capsys.readouterr().out
+    assert [r["error"] for r in res.records if r["status"] != "ok"] == [] and len(res.records) == len(natives)
+    assert all(r["connect_s"] is None for r in res.records)
+    for r in res.records:
+        client = getattr(natives[r["id"]], "client", False)
+        assert (r["client_s"] is not None) == client and (not client or 0 <= r["client_s"] <= r["latency"])
+        assert out.count(f"-- query {r['id']} ({r['type']}) on") == 1 and query_text(natives[r["id"]]) in out
+    if any(r["rows"] > 1 for r in res.records):
+        assert "more rows" in out
 
 
 def _server_lacks(target, specs) -> set[str]:
@@ -234,3 +274,107 @@ def test_unreachable_url_is_one_clear_line(name, datafiles):
     err = p.stderr.decode().strip()
     assert p.returncode == 2, err
     assert len(err.splitlines()) == 1 and "Traceback" not in err and name in err, err
+
+
+# ---- mutation tests of the validation (issue 11 item 7) ----------------------------------------
+# A small cpu-only dataset (32 hosts, so that every devops type can be drawn; 2 h, so that
+# one-hour windows do not all read a change; 11,520 rows) is loaded as a copy with one
+# usage_user value scaled by 1 + 1e-8 (first hour) and one row removed (second hour), each
+# the unique maximum of its minute over all hosts (tests/mutation.py). The validation
+# against the reference of the unmutated data must flag exactly the queries whose answers
+# the changes move by more than the target's tolerance: what the reference engine says
+# when given the same changes.
+
+MUTATION_DATASET = {"use_case": "cpu-only", "scale": 32, "end": "2016-01-01T02:00:00Z", "interval": "20s",
+                    "seed": 21}
+
+
+@pytest.fixture(scope="module")
+def mutated():
+    """The mutation, the original and mutated files in both formats, and three references:
+    the original data, with the scaled value only, and with both changes."""
+    import mutation as mu
+
+    d = pathlib.Path(tempfile.mkdtemp(prefix="tsbench-contract-mutation-"))
+    ds = resolve(DatasetSpec(**MUTATION_DATASET))
+    orig = session.reference(ds)
+    m = mu.choose(orig)
+    files = {}
+    for fmt in ("influx", "csv"):
+        generate(ds, fmt, str(d / f"cpu.{fmt}"), show_progress=False)
+        files[fmt] = mu.write_mutated(open_datafile(d / f"cpu.{fmt}"), m, d / f"cpu-mutated.{fmt}")
+    scaled, both = session.reference(ds), session.reference(ds)
+    mu.apply_scale(scaled, m)
+    mu.apply_scale(both, m)
+    mu.apply_removal(both, m)
+    yield {"ds": ds, "mutation": m, "files": files, "orig": orig, "scaled": scaled, "both": both, "verdicts": {}}
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.mark.parametrize("endpoint", _querying(), indirect=True)
+def test_mutation_is_flagged_exactly_where_it_changes_an_answer(endpoint, mutated):
+    import mutation as mu
+    from tsbench.queries.compare import DEFAULT_REL_TOL, compare
+
+    case, url = endpoint
+    cls = _cls(case)
+    ds, m, df = mutated["ds"], mutated["mutation"], mutated["files"][cls.format]
+    assert df.rows == df.dataset.entities * df.dataset.epochs - 1
+    runs, ctx = cls(url, CONTRACT[case][2]).query_types, queries.context(ds)
+    types = [n for n, qt in queries.CATALOG.items() if n in runs and qt.applies(ctx) is None]
+    specs, seen = [], set()
+    for s in session.draw(ds, types, 3, seed=9, reference=mutated["orig"]):   # a whole-dataset window: once
+        key = (s.type, json.dumps(s.params, sort_keys=True))
+        if key not in seen:
+            seen.add(key)
+            specs.append(s)
+    rel_tol = 10.0 ** (1 - cls.float_digits) if cls.float_digits else DEFAULT_REL_TOL   # as execute's default
+    loaded = _load(endpoint, df, compact=False)           # the count verified: one row (its values) fewer
+    assert loaded.verified and loaded.counted == (df.rows if cls.count_unit == "rows" else df.values)
+
+    async def go():
+        async with session.open_target(_reach(endpoint), announce=False) as conn:
+            await conn.target.attach(df.tables())
+            lacks = _server_lacks(conn.target, specs)
+            return lacks, await session.run_queries(conn, ds, specs, ExecOptions(cache="none", progress=False),
+                                                    mutated["orig"])
+    lacks, res = asyncio.run(go())
+    assert set(res.unsupported) == lacks
+    specs = [s for s in specs if s.type not in lacks]
+    assert [r["error"] for r in res.records if r["status"] != "ok"] == []
+    assert len(res.validation) == len(specs)
+    assert {v.get("rel_tol", rel_tol) for v in res.validation} == {rel_tol}
+
+    # the ground truth: the reference engine given the same changes, compared at the target's tolerance
+    verdicts = mutated["verdicts"]                       # shared by the cases of one tolerance
+
+    def moved(a, b):
+        """The ids of the queries whose answers over references a and b compare() tells apart."""
+        out = set()
+        for s in specs:
+            key = (a, b, json.dumps(s.params, sort_keys=True), rel_tol)
+            if key not in verdicts:
+                ea, eb = mutated[a].expected(s), mutated[b].expected(s)
+                same = ea == eb and not any(v != v for r in ea for v in r)   # then compare() finds nothing
+                verdicts[key] = not same and compare(s.params, ea, eb, rel_tol) is not None
+            if verdicts[key]:
+                out.add(s.id)
+        return out
+    expected, by_scale, by_removal = moved("orig", "both"), moved("orig", "scaled"), moved("scaled", "both")
+    by_id = {s.id: s for s in specs}
+    assert expected & by_scale and expected & by_removal, (m.describe(), rel_tol)
+    assert any(by_id[i].params.get("agg") == "max" for i in expected & by_scale), \
+        "a max aggregate must see the 1e-8 change"
+    # independently of the reference: a query moved by a change reads the changed point
+    # (its window holds the time, its host filter the host); some windows read neither
+    on_scaled = {s.id for s in specs if mu.covers(s.params, m.scaled, ds)}
+    on_removed = {s.id for s in specs if mu.covers(s.params, m.removed, ds)}
+    assert by_scale <= on_scaled and by_removal <= on_removed and expected <= on_scaled | on_removed, \
+        [by_id[i].params for i in (by_scale - on_scaled) | (by_removal - on_removed)]
+    assert on_scaled | on_removed < set(by_id), "some drawn queries must read neither change"
+
+    flagged = {v["id"] for v in res.validation if not v["ok"]}
+    missed = sorted((by_id[i].type, i) for i in expected - flagged)
+    spurious = sorted((by_id[i].type, i) for i in flagged - expected)
+    assert flagged == expected, f"{m.describe()} (rel_tol {rel_tol:g}): missed {missed}, flagged wrongly {spurious}"
+    # the module's other tests load their own data (if_exists="drop"): nothing to restore

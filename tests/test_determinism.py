@@ -1,10 +1,14 @@
 """Same seed, same bytes: across runs, process counts, and group splits."""
 
+import json
 from collections import Counter
 
 import pytest
+from click.testing import CliRunner
 
 from conftest import generate_bytes
+from tsbench import generate as gen
+from tsbench.cli import cli
 
 CASES = {
     "devops": ["--use-case", "devops", "--scale", "7", "--end", "2016-01-01T02:00:00Z"],
@@ -24,6 +28,29 @@ def test_same_seed_same_bytes_across_runs_and_processes(tmp_path, case, fmt):
     assert generate_bytes(tmp_path, *args, name="b") == one
     for p in ("2", "3"):
         assert generate_bytes(tmp_path, *args, "--processes", p, name=f"p{p}") == one, f"--processes {p}"
+
+
+def _generate_in_processes(tmp_path, monkeypatch, args, processes: int) -> bytes:
+    """generate in exactly `processes` processes however little the work (in this
+    process, so that the plan's threshold can be lifted)."""
+    monkeypatch.setattr(gen, "MIN_ROWS_PER_PROCESS", 1)
+    monkeypatch.setattr(gen, "usable_cpus", lambda: 64)
+    out = tmp_path / f"forced{processes}"
+    r = CliRunner().invoke(cli, ["generate", "-q", "-o", str(out), *args, "--processes", str(processes)])
+    assert r.exit_code == 0, r.output
+    assert json.loads(out.with_name(out.name + ".manifest.json").read_text())["timing"]["processes"] == processes
+    return out.read_bytes()
+
+
+@pytest.mark.parametrize("fmt", ["influx", "csv"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_merged_processes_give_the_bytes_of_one(tmp_path, monkeypatch, case, fmt):
+    """The parallel path itself (ts_merge over the workers' slots), which the plan
+    does not pick for these small cases."""
+    args = CASES[case] + ["--seed", "123", "--format", fmt]
+    one = generate_bytes(tmp_path, *args, name="one")
+    for p in (2, 3):
+        assert _generate_in_processes(tmp_path, monkeypatch, args, p) == one, f"{p} processes"
 
 
 def test_other_seed_other_bytes(tmp_path):

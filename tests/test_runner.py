@@ -93,9 +93,9 @@ def test_report_html(small_run):
     html = (small_run / "report.html").read_text()
     assert len(re.findall(r"<img src='data:image/png;base64,", html)) == 5
     assert "unable to parse" in html and "<span class='failed'>failed</span>" in html
-    assert "<td class='ok'>valid 4/4</td>" in html          # max-cpu-8 and lastpoint, 2 cells x 2 queries
+    assert "<td class='ok'>valid 4/4 (4 non-empty)</td>" in html    # max-cpu-8 and lastpoint, 2 cells x 2 queries
     summary = p.stderr.decode()
-    assert re.search(r"^ +1 pg +workers=1 +ok ", summary, re.M) and "4/4" in summary
+    assert re.search(r"^ +1 pg +workers=1 +ok ", summary, re.M) and "4/4 (4)" in summary
 
 
 def test_notebook_runs_on_the_results(small_run):
@@ -223,3 +223,17 @@ def test_no_report_then_report_command(tmp_path):
     assert "<h1>nr <small>run" in (tmp_path / "x.html").read_text()
     bad = run_cli("report", str(tmp_path), check=False)
     assert bad.returncode != 0 and "not a run folder" in bad.stderr.decode()
+
+
+def test_report_marks_types_computed_on_the_client():
+    import pandas as pd
+
+    from tsbench.report import latency_table
+
+    cells = pd.DataFrame({"cell": [0, 1], "target_name": ["influx", "pg"], "target": ["influx", "postgres"]})
+    q = pd.DataFrame({"cell": [0, 0, 1, 1], "type": ["low-fuel", "lastpoint", "low-fuel", "lastpoint"],
+                      "status": ["ok"] * 4, "latency": [0.01, 0.02, 0.03, 0.04],
+                      "client_s": [0.002, None, None, None]})
+    html = latency_table(cells, q)
+    assert html.count(" *</td>") == 1 and "computes this answer on the client" in html
+    assert "* the target" not in latency_table(cells, q.assign(client_s=None))

@@ -265,10 +265,20 @@ def queries_cmd() -> None:
                                               "relational.")
 @click.option("--count", "-n", type=int, default=10, show_default=True, help="Queries per type.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Same seed, same queries.")
+@click.option("--allow-empty", is_flag=True,
+              help="Keep every first draw, even when its answer is empty (no reference engine is built).")
 @click.option("--output", "-o", required=True, help="Queries file (JSON lines).")
-def queries_generate(datafile, dataset, types, family, count, seed, output) -> None:
-    """Draw COUNT queries of each type; parameters depend on the seed, type and
-    index only, never on the target."""
+def queries_generate(datafile, dataset, types, family, count, seed, allow_empty, output) -> None:
+    """Draw COUNT queries of each type; parameters depend on the seed, type,
+    index and the dataset's data only, never on the target.
+
+    \b
+    Empty answers are redrawn: query i of a type is drawn from (seed, type, i);
+    if its answer on the reference engine (the dataset in DuckDB, built first)
+    has no rows, it is drawn again from (seed, type, i, attempt), attempts 1 to
+    31, and the first with a non-empty answer is kept; if all 32 are empty (the
+    type finds nothing in this dataset) the first draw is kept. --allow-empty
+    keeps the first draw always."""
     from . import queries, session
 
     ds = _dataset_from(datafile, dataset)
@@ -281,8 +291,9 @@ def queries_generate(datafile, dataset, types, family, count, seed, output) -> N
                             f"{', '.join(session.FAMILIES)})")
     else:
         raise UserError("queries generate: give --types or --family")
-    specs = session.draw(ds, names, count, seed)
-    queries.write_queries(output, ds, seed, specs)
+    specs = session.draw(ds, names, count, seed, allow_empty=allow_empty,
+                         say=lambda m: click.echo(f"queries generate: {m}", err=True))
+    queries.write_queries(output, ds, seed, specs, allow_empty=allow_empty)
     click.echo(f"{len(specs)} queries ({len(names)} types x {count}) -> {output}", err=True)
 
 
@@ -336,15 +347,19 @@ def _exec_options(f):
               help="warm: a first pass is discarded; cold: restart the server and drop the page cache before "
                    "each pass over the queries; cold-query: before every query.")
 @click.option("--no-validate", is_flag=True, help="Do not check answers against the reference engine.")
-@click.option("--print-responses", is_flag=True, help="Print every query and its answer.")
+@click.option("--print-responses", is_flag=True,
+              help="After the timed pass, print each executed query once: its text in the target's dialect, the "
+                   "server's answer and the canonical rows (cut at --max-rows, saying how many more).")
+@click.option("--max-rows", type=int, default=20, show_default=True, help="Rows of each answer --print-responses shows.")
 def execute(queries_file, target_name, server, load_file, options, server_options, json_out, quiet, workers, count,
-            duration, burn_in, rate, cache, no_validate, print_responses) -> None:
+            duration, burn_in, rate, cache, no_validate, print_responses, max_rows) -> None:
     """Phase 4: run a queries file against a database: latency percentiles per
     query type, time to first byte, response bytes, errors; answers validated."""
     from .execute import ExecOptions
 
     opts = ExecOptions(workers=workers, count=count, duration=duration, burn_in=burn_in, rate=rate, cache=cache,
-                       validate=not no_validate, print_responses=print_responses, progress=not quiet)
+                       validate=not no_validate, print_responses=print_responses, max_rows=max_rows,
+                       progress=not quiet)
     opts.check()
     res = _run_queries(queries_file, target_name, server, load_file, options, server_options, opts, quiet)
     _finish_queries(res, json_out, quiet, table=True)
@@ -424,8 +439,11 @@ def _finish_queries(res, json_out, quiet, table: bool) -> None:
         for v in bad[:5]:
             click.echo(f"MISMATCH {res.target} query {v['id']} ({v['type']}):\n{v['diff']}", err=True)
         if res.validation:
+            st = summary["stats"][-1]
             click.echo(f"validated {len(res.validation) - len(bad)}/{len(res.validation)} distinct queries equal to "
-                       f"the reference (floats within rel. {res.validation[0]['rel_tol']:g})", err=True)
+                       f"the reference (floats within rel. {res.validation[0]['rel_tol']:g}); "
+                       f"{st['validated_nonempty']} non-empty; {st['executions_validated'] - st['executions_mismatched']}"
+                       f"/{st['executions_validated']} executions", err=True)
     errors = sum(r["status"] == "error" for r in res.records)
     if bad or errors:
         raise UserError(f"{len(bad)} answers differ from the reference, {errors} queries failed "

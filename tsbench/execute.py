@@ -6,12 +6,20 @@ from that scheduled time, so a slow server cannot hide its queueing. Burn-in
 queries are run but not counted. Cache modes: warm (a first pass over the
 file is run and discarded), cold (before each pass the server is restarted and
 the OS page cache dropped; where that is not possible the run is recorded as
-lukewarm with the reason), cold-query (the same before every query). Every answer of a distinct query can be checked
-against the reference engine (validate)."""
+lukewarm with the reason), cold-query (the same before every query).
+
+The timed pass only sends, receives and records: each execution's raw answer is
+kept (within ExecOptions.keep_bytes; past it the workers pause, untimed, while
+the kept answers are checked) and turned into canonical rows, digested and
+compared with the reference engine's answer after the pass (validate), so no
+client work but the target's own (client_s) falls inside a latency. Every
+execution gets its own verdict; each distinct answer is compared once."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import hashlib
 import os
 import sys
 import time
@@ -19,11 +27,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import UserError
-from .queries.base import QuerySpec
-from .queries.compare import DEFAULT_REL_TOL, compare
+from . import responses
 from .databases.target import Target
-from .errors import Fatal, Retryable, Unsupported
+from .errors import Fatal, Retryable, Unsupported, UserError
+from .queries.base import Answer, QuerySpec
+from .queries.compare import DEFAULT_REL_TOL, compare
 
 PERCENTILES = (50, 90, 95, 99, 99.9)
 
@@ -39,6 +47,8 @@ class ExecOptions:
     validate: bool = True
     rel_tol: float | None = None     # float tolerance (default: from the target's float_digits)
     print_responses: bool = False
+    max_rows: int = 20               # --print-responses: rows shown of each answer
+    keep_bytes: int = 256 << 20      # raw answers kept in the timed pass before an untimed check
     progress: bool = True
 
     def check(self) -> None:
@@ -48,6 +58,8 @@ class ExecOptions:
             raise UserError(f"--count: must be at least 1, got {self.count}")
         if self.rate is not None and self.rate <= 0:
             raise UserError(f"--rate: must be positive, got {self.rate}")
+        if self.max_rows < 0:
+            raise UserError(f"--max-rows: must be at least 0, got {self.max_rows}")
         if self.cache not in ("warm", "cold", "cold-query", "none"):
             raise UserError(f"--cache: warm, cold or cold-query, got {self.cache!r}")
 
@@ -58,7 +70,7 @@ class ExecResult:
     cache: str
     cache_note: str = ""
     records: list[dict] = field(default_factory=list)      # one per measured execution
-    validation: list[dict] = field(default_factory=list)   # one per distinct query checked
+    validation: list[dict] = field(default_factory=list)   # one per distinct query: its executions' verdicts
     unsupported: list[str] = field(default_factory=list)
     seconds: float = 0.0
     timeline: list[dict] = field(default_factory=list)
@@ -66,22 +78,22 @@ class ExecResult:
     def stats(self) -> list[dict]:
         """Per query type: count, latency min/mean/percentiles/max (ms), qps, ttfb, bytes, errors."""
         out = []
-        bad = {}
-        for v in self.validation:
-            bad[v["type"]] = bad.get(v["type"], 0) + (not v["ok"])
         types = sorted({r["type"] for r in self.records})
         for t in types + ["all"]:
             rs = [r for r in self.records if t == "all" or r["type"] == t]
-            ok = np.array([r["latency"] for r in rs if r["status"] == "ok"]) * 1e3
-            ttfb = [r["ttfb"] for r in rs if r["status"] == "ok" and r["ttfb"] is not None]
-            row = {"type": t, "count": len(rs), "errors": sum(r["status"] == "error" for r in rs),
+            good = [r for r in rs if r["status"] == "ok"]
+            ok = np.array([r["latency"] for r in good]) * 1e3
+            ttfb = [r["ttfb"] for r in good if r["ttfb"] is not None]
+            client = [r["client_s"] for r in good if r["client_s"] is not None]
+            row = {"type": t, "count": len(rs), "errors": len(rs) - len(good),
                    "qps": round(len(ok) / self.seconds, 2) if self.seconds else None,
-                   "mismatches": sum(bad.values()) if t == "all" else bad.get(t, 0)}
+                   **_verdicts(rs)}
             if len(ok):
                 row.update(min_ms=float(ok.min()), mean_ms=float(ok.mean()), max_ms=float(ok.max()),
                            **{f"p{p:g}_ms": float(np.percentile(ok, p)) for p in PERCENTILES},
                            ttfb_p50_ms=float(np.median(ttfb) * 1e3) if ttfb else None,
-                           bytes_mean=_mean_or_none([r["bytes"] for r in rs if r["status"] == "ok"]))
+                           client_p50_ms=float(np.median(client) * 1e3) if client else None,
+                           bytes_mean=_mean_or_none([r["bytes"] for r in good]))
             out.append(row)
         return out
 
@@ -89,6 +101,17 @@ class ExecResult:
         return {"target": self.target, "cache": self.cache, "cache_note": self.cache_note,
                 "seconds": round(self.seconds, 3), "stats": self.stats(), "validation": self.validation,
                 "unsupported": self.unsupported, "timeline": self.timeline}
+
+
+def _verdicts(rs: list[dict]) -> dict:
+    """Validation counts of some records: distinct queries checked, of them those whose
+    expected answer was not empty, those with an execution that differs; and executions."""
+    checked = [r for r in rs if r["valid"] is not None]
+    return {"validated": len({r["id"] for r in checked}),
+            "validated_nonempty": len({r["id"] for r in checked if r["empty"] is False}),
+            "mismatches": len({r["id"] for r in checked if r["valid"] is False}),
+            "executions_validated": len(checked),
+            "executions_mismatched": sum(r["valid"] is False for r in checked)}
 
 
 def _mean_or_none(xs: list) -> float | None:
@@ -107,14 +130,16 @@ def drop_page_cache() -> str | None:
         return f"cannot drop the OS page cache ({exc.strerror or exc})"
 
 
-async def _cold(target: Target, server) -> str | None:
-    """Restart the server and drop the page cache; the reason if not possible."""
+async def _cold(target: Target, server, workers: int) -> str | None:
+    """Restart the server (connections opened again, untimed) and drop the page cache;
+    the reason if not possible."""
     reasons = []
     if server is not None:
         await target.close()
         await asyncio.to_thread(server.restart)
         target.url = server.url
         await target.open()
+        await target.prepare(workers)
     else:
         why = await target.drop_caches()
         if why:
@@ -128,28 +153,54 @@ async def _cold(target: Target, server) -> str | None:
 async def execute(target: Target, specs: list[QuerySpec], opts: ExecOptions, reference=None, server=None,
                   tables=None) -> ExecResult:
     """Run the queries the target renders (the rest recorded as unsupported): burn-in and
-    warm-up passes unrecorded, then the measured passes, each cold if asked."""
+    warm-up passes unrecorded, then the measured passes, each cold if asked; every measured
+    execution checked after its pass."""
     opts.check()
     ex = _Execution(target, opts, reference)
     if not ex.render(specs):
         return ex.res
+    await target.prepare(opts.workers)
     if opts.burn_in:
         await ex.run_pass(ex.plan(opts.burn_in), False, None, None)
     if opts.cache == "warm":
         await ex.run_pass(ex.runnable, False, None, None)
     await ex.measured(server)
+    ex.summarize()
     return ex.res
 
 
+def _digest(rows: list[tuple]) -> str:
+    """A canonical answer's digest (exact: floats by repr)."""
+    return hashlib.blake2b(repr(rows).encode(), digest_size=8).hexdigest()
+
+
+def _kept_bytes(ans: Answer) -> int:
+    """About how much memory a kept answer holds (raw bytes, or ~40 bytes a value)."""
+    raw = ans.raw
+    if isinstance(raw, (bytes, bytearray)):
+        return len(raw)
+    n = ans.nbytes or 0
+    for rows in (raw, ans.rows):
+        if isinstance(rows, list) and rows and isinstance(rows[0], (tuple, list)):
+            n += len(rows) * 40 * (len(rows[0]) + 1)
+    return n
+
+
 class _Execution:
-    """One execute call: the rendered queries, the workers' passes and the result."""
+    """One execute call: the rendered queries, the workers' passes, the untimed checks
+    of the kept answers and the result."""
 
     def __init__(self, target: Target, opts: ExecOptions, reference):
         self.target, self.opts, self.reference = target, opts, reference
         self.res = ExecResult(type(target).name, opts.cache)
         self.runnable: list[QuerySpec] = []
+        self.specs: dict[int, QuerySpec] = {}
         self.natives: dict[int, object] = {}
-        self.checked: set[int] = set()
+        self.pending: list[tuple[dict, Answer]] = []      # measured executions not yet checked
+        self.kept = 0                                     # their _kept_bytes
+        self.paused = 0.0                                 # seconds of untimed checks between passes
+        self.verdicts: dict[tuple[int, str], str | None] = {}   # (id, digest) -> None or the diff
+        self.shown: set[int] = set()
         digits = target.float_digits
         self.rel_tol = opts.rel_tol or (10.0 ** (1 - digits) if digits else DEFAULT_REL_TOL)
 
@@ -158,6 +209,7 @@ class _Execution:
         for s in specs:
             try:
                 self.natives[s.id] = self.target.render(s)
+                self.specs[s.id] = s
                 self.runnable.append(s)
             except Unsupported:
                 if s.type not in self.res.unsupported:
@@ -170,7 +222,8 @@ class _Execution:
         return [self.runnable[i % len(self.runnable)] for i in range(n)]
 
     async def measured(self, server) -> None:
-        """The recorded passes (cold: the server restarted and caches dropped before each)."""
+        """The recorded passes (cold: the server restarted and caches dropped before each),
+        each followed by the untimed check of its answers."""
         opts, res = self.opts, self.res
         measured = opts.count if opts.count is not None else (None if opts.duration else len(self.runnable))
         seq = self.plan(measured)
@@ -188,15 +241,16 @@ class _Execution:
             per = -(-len(seq) // passes)
             for k in range(passes):
                 if cold:
-                    why = await _cold(self.target, server)
+                    why = await _cold(self.target, server, opts.workers)
                     if why and why not in notes:
                         notes.append(why)
-                deadline = t0 + opts.duration if opts.duration else None
+                deadline = t0 + self.paused + opts.duration if opts.duration else None
                 await self.run_pass(seq[k * per:(k + 1) * per], True, time.perf_counter() if opts.rate else None,
                                     deadline)
+                self.check_kept()
         finally:
             ticker.cancel()
-            res.seconds = time.perf_counter() - t0
+            res.seconds = time.perf_counter() - t0 - self.paused
             sampler.sample()
             sampler.close()
         if cold and notes:
@@ -204,53 +258,102 @@ class _Execution:
 
     async def run_pass(self, seq: list[QuerySpec], record: bool, t_sched0: float | None,
                        deadline: float | None) -> None:
-        queue: asyncio.Queue = asyncio.Queue()
-        for i, s in enumerate(seq):
-            queue.put_nowait((i, s))
+        """The workers take the queries in order; when the kept answers pass keep_bytes they
+        stop, the answers are checked (untimed: deadline and schedule move on by as much),
+        and they go on."""
+        queue = collections.deque(enumerate(seq))
+        while queue:
+            await asyncio.gather(*(self._worker(w, queue, record, t_sched0, deadline)
+                                   for w in range(self.opts.workers)))
+            if not queue or (deadline is not None and time.perf_counter() > deadline):
+                return
+            dt = self.check_kept()
+            deadline = None if deadline is None else deadline + dt
+            t_sched0 = None if t_sched0 is None else t_sched0 + dt
 
-        async def worker(w: int):
-            while True:
-                try:
-                    i, s = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                if deadline is not None and time.perf_counter() > deadline:
-                    return
-                sched = None
-                if t_sched0 is not None:
-                    sched = t_sched0 + i / self.opts.rate
-                    delay = sched - time.perf_counter()
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-                await self.one(w, s, sched, record)
-
-        await asyncio.gather(*(worker(w) for w in range(self.opts.workers)))
+    async def _worker(self, w: int, queue: collections.deque, record: bool, t_sched0: float | None,
+                      deadline: float | None) -> None:
+        while queue and self.kept <= self.opts.keep_bytes:
+            if deadline is not None and time.perf_counter() > deadline:
+                return
+            i, s = queue.popleft()
+            sched = None
+            if t_sched0 is not None:
+                sched = t_sched0 + i / self.opts.rate
+                delay = sched - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+            await self.one(w, s, sched, record)
 
     async def one(self, w: int, s: QuerySpec, sched: float | None, record: bool) -> None:
-        """One query: run, time to the answer's last byte, validate a distinct query once."""
-        opts, res = self.opts, self.res
+        """One query: run it and record its timing; the answer is kept for check_kept()."""
         start = time.perf_counter()
         rec = {"id": s.id, "type": s.type, "worker": w, "start": start, "status": "ok", "error": "",
-               "ttfb": None, "bytes": None, "rows": 0}
+               "ttfb": None, "bytes": None, "rows": 0, "client_s": None, "connect_s": None,
+               "valid": None, "empty": None, "answer_digest": None}
+        queued = 0.0 if sched is None else start - sched
         try:
             ans = await self.target.query(self.natives[s.id])
-            # to the answer's last byte (or the driver's rows), not through our normalization
-            end = start + ans.seconds if ans.seconds else time.perf_counter()
-            rec.update(ttfb=ans.ttfb, bytes=ans.nbytes, rows=len(ans.rows))
-            if opts.print_responses:
-                print(f"-- query {s.id} ({s.type}) on {res.target}: {len(ans.rows)} rows\n"
-                      f"{ans.raw}\n" + "\n".join(map(str, ans.rows[:50])), flush=True)
-            if record and opts.validate and self.reference is not None and s.id not in self.checked:
-                self.checked.add(s.id)
-                mm = compare(s.params, self.reference.expected(s), ans.rows, self.rel_tol)
-                res.validation.append({"id": s.id, "type": s.type, "ok": mm is None,
-                                       "diff": mm.diff() if mm else "", "rel_tol": self.rel_tol})
+            rec.update(ttfb=ans.ttfb, bytes=ans.nbytes, client_s=ans.client_s, connect_s=ans.connect_s,
+                       latency=queued + ans.seconds)
         except (Fatal, Retryable) as exc:
-            end = time.perf_counter()
+            ans = None
+            rec.update(status="error", error=str(exc)[:1000], latency=queued + time.perf_counter() - start)
+        if not record:
+            return
+        self.res.records.append(rec)
+        if ans is not None:
+            if ans.rows is not None and not self.opts.print_responses:
+                ans.raw = None                     # the client computed the rows: the raw answer is not needed
+            self.pending.append((rec, ans))
+            self.kept += _kept_bytes(ans)
+
+    # ---- untimed: the kept answers checked --------------------------------------------------
+    def check_kept(self) -> float:
+        """Canonical rows, digest and verdict of every kept answer; the seconds it took."""
+        t0 = time.perf_counter()
+        for rec, ans in self.pending:
+            self._check(rec, ans)
+        self.pending, self.kept = [], 0
+        dt = time.perf_counter() - t0
+        self.paused += dt
+        return dt
+
+    def _check(self, rec: dict, ans: Answer) -> None:
+        s = self.specs[rec["id"]]
+        native = self.natives[s.id]
+        try:
+            rows = self.target.canonical(native, ans)
+        except (Fatal, Retryable) as exc:
             rec.update(status="error", error=str(exc)[:1000])
-        rec["latency"] = end - (sched if sched is not None else start)
-        if record:
-            res.records.append(rec)
+            return
+        digest = _digest(rows)
+        rec.update(rows=len(rows), answer_digest=digest)
+        if self.opts.print_responses and s.id not in self.shown:
+            self.shown.add(s.id)
+            print(responses.show(self.res.target, s, native, ans.raw, rows, self.opts.max_rows), flush=True)
+        if not self.opts.validate or self.reference is None:
+            return
+        expected = self.reference.expected(s)
+        key = (s.id, digest)
+        if key not in self.verdicts:
+            mm = compare(s.params, expected, rows, self.rel_tol)
+            self.verdicts[key] = mm.diff() if mm else None
+        rec.update(valid=self.verdicts[key] is None, empty=not expected)
+
+    def summarize(self) -> None:
+        """One validation entry per distinct query: its executions' verdicts together."""
+        by_id: dict[int, list[dict]] = {}
+        for r in self.res.records:
+            if r["valid"] is not None:
+                by_id.setdefault(r["id"], []).append(r)
+        for i, rs in by_id.items():
+            bad = [r for r in rs if not r["valid"]]
+            diff = self.verdicts[i, bad[0]["answer_digest"]] if bad else ""
+            self.res.validation.append({"id": i, "type": rs[0]["type"], "ok": not bad, "diff": diff,
+                                        "rel_tol": self.rel_tol, "empty": rs[0]["empty"], "executions": len(rs),
+                                        "mismatched": len(bad),
+                                        "answers": len({r["answer_digest"] for r in rs})})
 
 
 class _Sampler:

@@ -3,8 +3,11 @@ to a file or stdout (optionally gzip or zstd), with a manifest next to it.
 
 One process fills a buffer and writes it. With several processes each one
 simulates a contiguous slice of the entities into shared memory, and the
-parent interleaves their output epoch by epoch, so the bytes are the same for
-any process count. --groups N without --group writes N files, one per group.
+parent interleaves their output epoch by epoch (in the C core: ts_merge), so
+the bytes are the same for any process count. -j N is an upper bound: the
+processes started are picked from the work (plan_processes), as starting one
+without enough rows for it costs more than it saves. --groups N without
+--group writes N files, one per group.
 """
 
 from __future__ import annotations
@@ -23,19 +26,25 @@ import time
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from . import __version__
 from .dataset import Dataset
 from .errors import UserError
-from .native import FORMATS, Simulator
+from .native import FORMATS, MERGE_DONE, MERGE_NEED, Merger, Simulator
 
 BUF_BYTES = 256 << 10     # one fill's buffer (fits the L2 cache)
 SLOT_BYTES = 4 << 20      # a worker's buffer: large, so the hand-offs between processes are few
 SLOTS = 3                 # buffers per worker: it fills one while the parent writes the others
 MARKS = 1 << 16           # epoch marks per fill
+MERGE_BYTES = 1 << 20     # the parent's buffer of merged output
+# rows a process must have to be worth starting. Measured on 2 cores, 2 processes against
+# 1: devops breaks even near 300k rows in all, cpu-single (the cheapest rows, one entity a
+# process, so the merge copies one row at a time) near 1M; below, starting the processes
+# and merging their output cost more than they save. 1M a process keeps a margin.
+MIN_ROWS_PER_PROCESS = 1_000_000
 COMPRESSIONS = ("none", "gzip", "zstd")
 
 
@@ -163,14 +172,8 @@ def _run_single(ds: Dataset, fmt: str, lo: int, hi: int, sink: Sink, progress: P
 class _Worker:
     proc: mp.Process
     conn: object
-    slots: list
-    queue: deque = field(default_factory=deque)   # (epoch, start, end, slot, last)
-    done: bool = False
-
-
-def _slot_views(slot):
-    data, marks = slot
-    return memoryview(data), np.frombuffer(marks, dtype=np.int64)
+    slots: list            # (data, marks) mmaps the worker fills and the parent reads
+    held: int | None = None   # the slot the merge reads now
 
 
 def _release(w: _Worker, k: int) -> None:
@@ -188,16 +191,16 @@ def _worker_main(ds: Dataset, fmt: str, lo: int, hi: int, slots, conn) -> None:
         if not free:
             free.append(conn.recv())
         k = free.popleft()
-        data, marks = _slot_views(slots[k])
-        r = sim.fill(fmt, data, marks)
-        conn.send((k, r.first_epoch, r.n_marks, r.rows, r.values, r.epoch, r.done))
+        data, marks = slots[k]
+        r = sim.fill(fmt, memoryview(data), np.frombuffer(marks, dtype=np.int64))
+        conn.send((k, r))
         if r.done:
             conn.close()
             return
 
 
-def _run_parallel(ds: Dataset, fmt: str, lo: int, hi: int, processes: int, sink: Sink,
-                  progress: Progress) -> Totals:
+def _start_workers(ds: Dataset, fmt: str, lo: int, hi: int, processes: int) -> list[_Worker]:
+    """One process per contiguous slice of [lo, hi), each with SLOTS shared buffers."""
     ctx = mp.get_context("fork")
     bound = Simulator(ds.compiled, ds.spec.seed, lo, lo, ds.start_ns, ds.interval_ns, ds.epochs).record_bound(fmt)
     size = max(SLOT_BYTES, 2 * bound)
@@ -210,53 +213,64 @@ def _run_parallel(ds: Dataset, fmt: str, lo: int, hi: int, processes: int, sink:
         proc.start()
         child.close()
         workers.append(_Worker(proc, parent, slots))
-    tot = Totals()
+    return workers
 
-    def receive(w: _Worker) -> None:
-        try:
-            k, first, n_marks, rows, values, epoch, done = w.conn.recv()
-        except EOFError:
-            raise RuntimeError(f"a generator process died (exit code {w.proc.exitcode})") from None
-        _, marks = _slot_views(w.slots[k])
-        ends = marks[:n_marks].tolist()
-        for i, end in enumerate(ends):
-            w.queue.append((first + i, ends[i - 1] if i else 0, end, k, i == n_marks - 1))
-        if not ends and not done:
-            _release(w, k)
-        tot.add(rows, values, 0)
-        w.done = done
 
+def _feed_next(w: _Worker, i: int, merger: Merger, tot: Totals) -> None:
+    """Give the merge worker i's next filled slot, handing back the one it used up."""
+    if w.held is not None:
+        _release(w, w.held)
     try:
-        epoch = 0
+        k, fill = w.conn.recv()
+    except EOFError:
+        raise RuntimeError(f"a generator process died (exit code {w.proc.exitcode})") from None
+    w.held = k
+    tot.add(fill.rows, fill.values, 0)
+    data, marks = w.slots[k]
+    merger.feed(i, data, np.frombuffer(marks, dtype=np.int64), fill)
+
+
+def _run_parallel(ds: Dataset, fmt: str, lo: int, hi: int, processes: int, sink: Sink,
+                  progress: Progress) -> Totals:
+    """Workers simulate slices into shared slots; the C merge interleaves them epoch by epoch."""
+    workers = _start_workers(ds, fmt, lo, hi, processes)
+    merger = Merger(processes, MERGE_BYTES)
+    tot = Totals()
+    try:
         while True:
-            active = False
-            for w in workers:
-                while True:
-                    if not w.queue:
-                        if w.done:
-                            break
-                        receive(w)
-                        continue
-                    e, s, t, k, last = w.queue[0]
-                    if e > epoch:
-                        break
-                    data, _ = _slot_views(w.slots[k])
-                    sink.put(data[s:t])
-                    tot.bytes += t - s
-                    w.queue.popleft()
-                    if last and not w.done:
-                        _release(w, k)
-                active = active or bool(w.queue) or not w.done
-            progress.update(epoch)
-            if not active:
-                break
-            epoch += 1
+            rc, out = merger.merge()
+            if len(out):
+                sink.put(out)
+                tot.bytes += len(out)
+            progress.update(merger.epoch)
+            if rc == MERGE_DONE:
+                return tot
+            if rc == MERGE_NEED:
+                _feed_next(workers[merger.turn], merger.turn, merger, tot)
     finally:
         for w in workers:
             w.proc.join(timeout=5)
             if w.proc.is_alive():
                 w.proc.kill()
-    return tot
+
+
+# ---- how many processes ------------------------------------------------------------------
+
+def usable_cpus() -> int:
+    """The processors this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # pragma: no cover - platforms without affinity
+        return os.cpu_count() or 1
+
+
+def plan_processes(ds: Dataset, lo: int, hi: int, requested: int, cpus: int | None = None) -> int:
+    """The processes worth starting for entities [lo, hi): at most `requested`, one
+    per entity, one per usable CPU, and each with MIN_ROWS_PER_PROCESS rows or more,
+    so that -j N is not slower than -j 1 for lack of work. Bytes do not depend on it."""
+    rows = (hi - lo) * ds.total_epochs * len(ds.compiled.series)
+    cpus = usable_cpus() if cpus is None else cpus
+    return max(1, min(requested, hi - lo, cpus, rows // MIN_ROWS_PER_PROCESS))
 
 
 # ---- the phase --------------------------------------------------------------------------
@@ -265,7 +279,7 @@ def generate_file(ds: Dataset, fmt: str, path: str, compression: str, group: int
                   processes: int, show_progress: bool) -> dict | None:
     """Write group `group` of `groups` to `path`; returns the manifest (None for stdout)."""
     lo, hi = ds.group_range(group, groups)
-    processes = max(1, min(processes, hi - lo))
+    processes = plan_processes(ds, lo, hi, processes)
     t0, c0 = time.perf_counter(), _cpu_seconds()
     sink = Sink(path, compression)
     progress = Progress(ds.total_epochs, f"generate {pathlib.Path(path).name if path != '-' else 'stdout'}",
@@ -331,7 +345,8 @@ def generate(ds: Dataset, fmt: str, output: str, compress: str | None = None, gr
     jobs = [(ds, fmt, p, compression, i, groups) for i, p in enumerate(paths)]
     progress = Progress(groups, f"generate {groups} files", show_progress)
     out: list[dict | None] = []
-    with ProcessPoolExecutor(max_workers=min(processes, groups), mp_context=mp.get_context("fork")) \
+    processes = plan_processes(ds, 0, ds.entities, min(processes, groups))
+    with ProcessPoolExecutor(max_workers=processes, mp_context=mp.get_context("fork")) \
             if processes > 1 else nullcontext() as pool:
         results = pool.map(_one_group, jobs) if pool else map(_one_group, jobs)
         for i, m in enumerate(results):

@@ -245,3 +245,48 @@ def split_csv(layout: CsvLayout, data) -> tuple[bytearray, list[Cut | None]]:
     out = [(int(p.offset), int(p.bytes), int(p.rows), int(p.values)) if p.rows else None
            for p in (parts[i] for i in range(len(layout.names)))]
     return dst, out
+
+
+# ---- phase 1 with several processes: merging the simulators' outputs ----------------------
+
+MERGE_DONE, MERGE_FULL, MERGE_NEED = 0, 1, 2   # TS_MERGE_* values
+
+
+class Merger:
+    """Interleaves the fills of n simulators of consecutive entity ranges epoch
+    by epoch (ts_merge) into a buffer of `cap` bytes: the bytes one simulator of
+    the whole range writes."""
+
+    def __init__(self, n: int, cap: int):
+        self.n = n
+        self._srcs = ffi.new("ts_merge_src[]", n)    # zeros: no buffer yet
+        self._keep: list = [None] * n
+        self._st = ffi.new("ts_merge_state *")
+        self._used = ffi.new("uint64_t *")
+        self._buf = bytearray(cap)
+        self._cbuf = ffi.from_buffer(self._buf, require_writable=True)
+
+    @property
+    def turn(self) -> int:
+        """The source whose buffer the last MERGE_NEED asks for."""
+        return int(self._st.turn)
+
+    @property
+    def epoch(self) -> int:
+        return int(self._st.epoch)
+
+    def feed(self, i: int, data, marks: np.ndarray, fill: Fill) -> None:
+        """Hand in source i's next buffer: `data` and `marks` as `fill` left them."""
+        d = ffi.from_buffer(data)
+        if fill.n_marks > len(marks) or fill.bytes > len(d) or marks.dtype != np.int64:
+            raise ValueError("merge: the fill does not match its buffers")
+        self._keep[i] = (d, marks)
+        s = self._srcs[i]
+        s.data, s.bytes, s.marks, s.n_marks = d, fill.bytes, ffi.cast("int64_t *", marks.ctypes.data), fill.n_marks
+        s.first_epoch, s.last, s.next, s.pos = fill.first_epoch, int(fill.done), 0, 0
+
+    def merge(self) -> tuple[int, memoryview]:
+        """Merge as far as possible: (MERGE_*, the bytes written, valid until the next call)."""
+        rc = lib.ts_merge(self._srcs, self.n, self._st, self._cbuf, len(self._buf), self._used)
+        _check(rc, "merge")
+        return rc, memoryview(self._buf)[: self._used[0]]

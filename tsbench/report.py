@@ -234,7 +234,8 @@ def _fmt(v, spec=",.0f") -> str:
 
 def cells_table(cells) -> str:
     head = ["cell", "target", "settings", "status", "rows/s", "values/s", "MB/s", "disk MB", "verified",
-            "server peak RSS MiB", "queries", "p50 ms", "p99 ms", "mismatches", "server's words"]
+            "server peak RSS MiB", "queries", "p50 ms", "p99 ms", "validated (non-empty)", "mismatches",
+            "server's words"]
     out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for c in cells.itertuples():
         g = lambda k: getattr(c, k, None)  # noqa: E731
@@ -246,13 +247,29 @@ def cells_table(cells) -> str:
             _fmt(g("mb_per_s"), ",.1f"), _fmt(_num(g("disk_bytes")) / 1e6, ",.1f"),
             html.escape(str(g("verified")) if g("verified") is not None else ""),
             _fmt(_num(g("server_rss_peak_bytes")) / 2**20, ",.0f"), _fmt(g("queries_run")),
-            _fmt(g("query_p50_ms"), ",.2f"), _fmt(g("query_p99_ms"), ",.2f"), _fmt(g("mismatches")),
-            html.escape(str(c.reason or ""))[:600]]) + "</tr>")
+            _fmt(g("query_p50_ms"), ",.2f"), _fmt(g("query_p99_ms"), ",.2f"), _validated(g),
+            _fmt(g("mismatches")), html.escape(str(c.reason or ""))[:600]]) + "</tr>")
     return "\n".join(out + ["</table>"])
 
 
+def _validated(g) -> str:
+    """Executions validated, and of them those whose expected answer was not empty: "88 (80)"."""
+    n, ne = _num(g("validated")), _num(g("validated_nonempty"))
+    if math.isnan(n):
+        return ""
+    return f"{int(n)}" + ("" if math.isnan(ne) else f" ({int(ne)})")
+
+
+def _distinct_verdicts(q):
+    """One row per distinct query of a cell: valid unless one of its executions differed."""
+    if q.empty:
+        return q
+    return q.sort_values("valid").drop_duplicates(["cell", "id"])      # False sorts first
+
+
 def verdict_table(cells, queries) -> str:
-    """Query type x target: validated n/n, MISMATCH, errors, or unsupported."""
+    """Query type x target: distinct queries validated n/n (of them non-empty; a query is
+    valid when every execution of it was), MISMATCH, errors, or unsupported."""
     unsupported: dict[str, set] = {}
     if "unsupported" in cells:
         for c in cells.itertuples():
@@ -274,16 +291,17 @@ def verdict_table(cells, queries) -> str:
             if g.empty:
                 txt, cls = ("unsupported", "unsupported") if ty in unsupported.get(t, ()) else ("", "")
             else:
-                checked = g.drop_duplicates(["cell", "id"])
-                checked = checked[checked["valid"].notna()]
+                checked = _distinct_verdicts(g[g["valid"].notna()])
                 errors = int((g["status"] == "error").sum())
                 bad = int((checked["valid"] == False).sum())  # noqa: E712
+                nonempty = int((checked["empty"] == False).sum()) if "empty" in checked else None  # noqa: E712
+                shown = f"{len(checked)}" + ("" if nonempty is None else f" ({nonempty} non-empty)")
                 if bad:
-                    txt, cls = f"MISMATCH {bad}/{len(checked)}", "failed"
+                    txt, cls = f"MISMATCH {bad}/{shown}", "failed"
                 elif errors:
                     txt, cls = f"{errors} errors", "failed"
                 elif len(checked):
-                    txt, cls = f"valid {len(checked)}/{len(checked)}", "ok"
+                    txt, cls = f"valid {len(checked)}/{shown}", "ok"
                 else:
                     txt, cls = "not validated", ""
             tds.append(f"<td class='{cls}'>{txt}</td>")
@@ -301,13 +319,17 @@ def latency_table(cells, queries) -> str:
     ts = _targets(q)
     g = q.groupby(["type", "target_name"])["latency"]
     p50, p99, n = g.quantile(0.5) * 1e3, g.quantile(0.99) * 1e3, g.size()
+    client = set(q[q["client_s"].notna()].groupby(["type", "target_name"]).groups) if "client_s" in q else set()
     out = ["<table><tr><th>query type</th>" + "".join(f"<th>{html.escape(t)}<br>p50 / p99 ms (n)</th>" for t in ts)
            + "</tr>"]
     for ty in dict.fromkeys(q["type"]):
-        tds = "".join(f"<td>{_fmt(p50[ty, t], ',.2f')} / {_fmt(p99[ty, t], ',.2f')} ({n[ty, t]})</td>"
+        tds = "".join(f"<td>{_fmt(p50[ty, t], ',.2f')} / {_fmt(p99[ty, t], ',.2f')} ({n[ty, t]})"
+                      f"{' *' if (ty, t) in client else ''}</td>"
                       if (ty, t) in n.index else "<td></td>" for t in ts)
         out.append(f"<tr><td>{html.escape(ty)}</td>{tds}</tr>")
-    return "\n".join(out + ["</table>"])
+    note = ("<p class='caption'>* the target computes this answer on the client from what the server sends; "
+            "that work (the queries table's client_s) is inside the latency.</p>") if client else ""
+    return "\n".join(out + ["</table>", note])
 
 
 CSS = """
@@ -378,19 +400,20 @@ def text_summary(run_dir: str | pathlib.Path) -> str:
     sw = max([8] + [len(_settings(c)) for c in cells.itertuples()])
     tw = max([6] + [len(str(c.target_name)) for c in cells.itertuples()])
     head = f"{'cell':>4} {'target':<{tw}} {'settings':<{sw}} {'status':<11} {'rows/s':>10} {'values/s':>12} " \
-           f"{'disk MB':>8} {'RSS MiB':>8} {'p50 ms':>8} {'p99 ms':>8} {'valid':>7}"
+           f"{'disk MB':>8} {'RSS MiB':>8} {'p50 ms':>8} {'p99 ms':>8} {'valid (non-empty)':>17}"
     out = [head]
     for c in cells.itertuples():
         g = lambda k: getattr(c, k, None)  # noqa: E731
         valid = ""
         if g("validated") is not None and not math.isnan(_num(g("validated"))):
-            bad = _num(g("mismatches"))
-            valid = f"{int(g('validated')) - (0 if math.isnan(bad) else int(bad))}/{int(g('validated'))}"
+            bad, ne = _num(g("mismatches")), _num(g("validated_nonempty"))
+            valid = f"{int(g('validated')) - (0 if math.isnan(bad) else int(bad))}/{int(g('validated'))}" + \
+                ("" if math.isnan(ne) else f" ({int(ne)})")
         out.append(f"{c.cell:>4} {str(c.target_name):<{tw}} {_settings(c):<{sw}} {c.status:<11} "
                    f"{_fmt(g('rows_per_s')):>10} {_fmt(g('values_per_s')):>12} "
                    f"{_fmt(_num(g('disk_bytes')) / 1e6, ',.1f'):>8} "
                    f"{_fmt(_num(g('server_rss_peak_bytes')) / 2**20, ',.0f'):>8} {_fmt(g('query_p50_ms'), ',.2f'):>8} "
-                   f"{_fmt(g('query_p99_ms'), ',.2f'):>8} {valid:>7}")
+                   f"{_fmt(g('query_p99_ms'), ',.2f'):>8} {valid:>17}")
         if c.status != "ok":
             out.append(f"{'':>4} {c.status}: {str(c.reason)[:300]}")
     return "\n".join(out)

@@ -72,9 +72,14 @@ def select_types(ds: Dataset, types: list[str], families: list[str]) -> list[str
     return [n for n, qt in queries.CATALOG.items() if qt.family in families and qt.applies(ctx) is None]
 
 
-def draw(ds: Dataset, types: list[str], count: int, seed: int) -> list[QuerySpec]:
-    """Phase 3: `count` queries of each type, parameters from (seed, type, index) only."""
-    return queries.generate(ds, types, count, seed)
+def draw(ds: Dataset, types: list[str], count: int, seed: int, *, allow_empty: bool = False, reference=None,
+         say=None) -> list[QuerySpec]:
+    """Phase 3: `count` queries of each type, parameters from (seed, type, index) and
+    the dataset's data only: a query whose reference answer is empty is redrawn (up
+    to queries.ATTEMPTS draws; the rule is in tsbench/queries/__init__.py) unless
+    allow_empty. reference: the dataset's Reference or a function returning one,
+    asked at the first check (else draw builds one); say: progress lines."""
+    return queries.generate(ds, types, count, seed, allow_empty=allow_empty, reference=reference, say=say)
 
 
 def reference(ds: Dataset):

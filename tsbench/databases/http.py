@@ -1,10 +1,14 @@
-"""Shared HTTP write path for targets that take batches over HTTP (phase 2):
+"""Shared HTTP layer of the targets that speak HTTP: the write path (phase 2:
 one aiohttp session per target, server push-back mapped to Retryable, other
-refusals to Fatal with the server's own words."""
+refusals to Fatal with the server's own words) and the timed query request
+(phase 4: keep-alive connections opened before the timer, the time to the first
+and last byte of the body, a connection opened during a request timed apart)."""
 
 from __future__ import annotations
 
 import asyncio
+import time
+from dataclasses import dataclass
 
 import aiohttp
 
@@ -12,6 +16,36 @@ from ..errors import UserError
 from ..errors import Fatal, Retryable
 
 PUSHBACK_STATUS = frozenset({429, 502, 503, 504})
+KEEPALIVE_S = 300.0        # idle keep-alive connections kept this long (aiohttp's default: 15 s)
+
+
+@dataclass
+class Timed:
+    """One timed request: status, body, seconds to the body's first and last byte
+    (connection set-up excluded) and the seconds spent opening a connection (None: reused)."""
+
+    status: int
+    body: bytes
+    ttfb: float
+    seconds: float
+    connect_s: float | None
+
+
+def _connect_trace() -> aiohttp.TraceConfig:
+    """Times a connection opened during a request into its trace context (a dict)."""
+    tc = aiohttp.TraceConfig()
+
+    async def start(session, ctx, params):
+        if isinstance(ctx.trace_request_ctx, dict):
+            ctx.trace_request_ctx["t0"] = time.perf_counter()
+
+    async def end(session, ctx, params):
+        if isinstance(ctx.trace_request_ctx, dict) and "t0" in ctx.trace_request_ctx:
+            ctx.trace_request_ctx["connect_s"] = time.perf_counter() - ctx.trace_request_ctx.pop("t0")
+
+    tc.on_connection_create_start.append(start)
+    tc.on_connection_create_end.append(end)
+    return tc
 
 
 class HttpClient:
@@ -26,9 +60,9 @@ class HttpClient:
 
     async def open(self, probe_path: str | None = None) -> None:
         self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self._limit, force_close=False),
+            connector=aiohttp.TCPConnector(limit=self._limit, force_close=False, keepalive_timeout=KEEPALIVE_S),
             timeout=aiohttp.ClientTimeout(total=self._timeout, sock_connect=10),
-            skip_auto_headers=("User-Agent",), auto_decompress=True)
+            skip_auto_headers=("User-Agent",), auto_decompress=True, trace_configs=[_connect_trace()])
         if probe_path is not None:
             try:
                 async with self.session.get(self.base + probe_path) as r:
@@ -58,6 +92,28 @@ class HttpClient:
         if status in PUSHBACK_STATUS or any(w in text for w in self.pushback_words):
             raise Retryable(msg)
         raise Fatal(msg)
+
+    async def warm(self, n: int, path: str) -> None:
+        """Open n keep-alive connections (n concurrent GETs of a cheap path), before timing."""
+        await asyncio.gather(*(self.get(path) for _ in range(n)))
+
+    async def timed_post(self, path: str, data, headers: dict | None = None) -> Timed:
+        """POST a query and time it: to the first byte of the body (some servers send
+        the headers before the query has run) and to its last byte. A connection opened
+        on the way is timed apart (connect_s) and not counted. Transport errors are Fatal."""
+        ctx: dict = {}
+        t0 = time.perf_counter()
+        try:
+            async with self.session.post(self.base + path, data=data, headers=headers, trace_request_ctx=ctx) as r:
+                first = await r.content.readany()
+                t1 = time.perf_counter()
+                body = first + await r.content.read()
+                status = r.status
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            raise Fatal(f"{self.what}: {path}: {_reason(exc)}") from None
+        t2 = time.perf_counter()
+        c = ctx.get("connect_s")
+        return Timed(status, body, t1 - t0 - (c or 0.0), t2 - t0 - (c or 0.0), c)
 
     async def get(self, path: str, params: dict | None = None) -> tuple[int, bytes]:
         try:

@@ -147,10 +147,21 @@ class Target:
         except Unsupported as exc:
             raise type(exc)(f"target {self.name}: {exc}") from None
 
+    async def prepare(self, workers: int) -> None:
+        """Before a timed pass (and after a cold restart): open the connections that
+        `workers` concurrent queries use, so that no latency includes connection set-up."""
+
     async def query(self, native: Any):
-        """Run a rendered query; return an Answer (queries/base.py) whose rows are
-        canonical (queries/shapes.py). Raise Fatal with the server's words."""
+        """Run a rendered query, timed from sending it to the response's last byte (plus any
+        client work the answer needs, in client_s); return an Answer (queries/base.py)
+        holding the raw response. Raise Fatal with the server's words. Nothing here may
+        do work the user does not wait for: canonical() does that after the timed pass."""
         raise Unsupported(f"target {self.name} runs no queries")
+
+    def canonical(self, native: Any, answer) -> list[tuple]:
+        """Untimed, after the pass: the answer's canonical rows (queries/shapes.py).
+        Raise Fatal if the response cannot be read."""
+        return answer.rows if answer.rows is not None else [tuple(r) for r in answer.raw]
 
     async def drop_caches(self) -> str | None:
         """Before a cold-cache pass on a server tsbench does not run: None if the

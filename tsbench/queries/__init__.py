@@ -1,12 +1,27 @@
 """Phase 3: draw queries once from the seed and store them in a queries file
 that every target renders from (JSON lines: a header with the dataset, then one
-QuerySpec per line)."""
+QuerySpec per line).
+
+The drawing rule. Query i of type T takes its parameters from a generator seeded
+with (seed, crc32(T), i): attempt 0. Unless empty answers are allowed, the query
+is then asked of the reference engine (reference.py, the dataset in DuckDB); if
+its answer has no rows, attempts 1 .. 31 draw again from (seed, crc32(T), i,
+attempt) and the first whose answer is not empty is kept; if all 32 (ATTEMPTS) are
+empty (the type finds nothing in this dataset), attempt 0 is kept. So high-cpu-1
+gets a host and 12 h holding a usage_user > 90 whenever one of 32 draws finds one,
+and a type that cannot answer anything here keeps its usual draw. Parameters
+still depend only on the seed, the type, the index and the dataset's data (fixed
+by the dataset's own seed), never on the target; a non-empty attempt 0 is kept as
+drawn, and allow_empty keeps attempt 0 always (the draws made before this rule).
+"""
 
 from __future__ import annotations
 
 import json
 import pathlib
+import time
 import zlib
+from typing import Callable
 
 import numpy as np
 
@@ -17,6 +32,7 @@ from .catalog import CATALOG
 from . import iot  # noqa: F401,E402  (registers the iot types)
 
 FORMAT_VERSION = 1
+ATTEMPTS = 32          # draws tried per query before an empty answer is kept (the rule above)
 
 
 class _EntityValues:
@@ -50,8 +66,13 @@ def query_type(name: str):
     return CATALOG[name]
 
 
-def generate(ds: Dataset, types: list[str], count: int, seed: int) -> list[QuerySpec]:
-    """`count` queries of each type, parameters drawn from (seed, type, i) only."""
+def generate(ds: Dataset, types: list[str], count: int, seed: int, *, allow_empty: bool = False,
+             reference=None, say: Callable[[str], None] | None = None) -> list[QuerySpec]:
+    """`count` queries of each type, parameters drawn from (seed, type, i) only,
+    redrawn when the answer is empty (the rule in this module's docstring) unless
+    allow_empty. reference: the dataset's Reference, or a function returning one
+    (called once, at the first check); else one is built at the first check.
+    say: called with progress lines (building the reference, redraws per type)."""
     if count < 1:
         raise UserError(f"--count: must be at least 1, got {count}")
     ctx = context(ds)
@@ -60,17 +81,73 @@ def generate(ds: Dataset, types: list[str], count: int, seed: int) -> list[Query
         why = qt.applies(ctx)
         if why:
             raise UserError(why)
+    check = None if allow_empty else _NonEmpty(ds, reference, say)
     out = []
     for qt in qts:
+        redrawn = kept_empty = 0
         for i in range(count):
-            rng = np.random.Generator(np.random.PCG64([seed, zlib.crc32(qt.name.encode()), i]))
-            out.append(QuerySpec(len(out), qt.name, qt.make(rng, ctx)))
+            params, attempt = draw_one(qt, ctx, seed, i, check)
+            redrawn += bool(attempt)
+            kept_empty += attempt is None
+            out.append(QuerySpec(len(out), qt.name, params))
+        if say and (redrawn or kept_empty):
+            say(f"{qt.name}: {redrawn} of {count} redrawn (empty answer at attempt 0)"
+                + (f", {kept_empty} still empty after {ATTEMPTS} attempts (attempt 0 kept)" if kept_empty else ""))
     return out
 
 
-def write_queries(path: str | pathlib.Path, ds: Dataset, seed: int, specs: list[QuerySpec]) -> None:
+def draw_one(qt, ctx: DatasetContext, seed: int, i: int,
+             nonempty: Callable[[str, dict], bool] | None = None) -> tuple[dict, int | None]:
+    """Query i of type qt by the drawing rule: (params, the attempt kept, None when
+    every attempt was empty and attempt 0 is kept). Without nonempty (allow_empty),
+    attempt 0."""
+    key = [seed, zlib.crc32(qt.name.encode()), i]
+    first = qt.make(np.random.Generator(np.random.PCG64(key)), ctx)
+    if nonempty is None or nonempty(qt.name, first):
+        return first, 0
+    for attempt in range(1, ATTEMPTS):
+        p = qt.make(np.random.Generator(np.random.PCG64(key + [attempt])), ctx)
+        if nonempty(qt.name, p):
+            return p, attempt
+    return first, None
+
+
+class _NonEmpty:
+    """Whether a drawn query's reference answer has rows; the reference engine is
+    taken (or built) at the first question, answers kept by it for validation."""
+
+    def __init__(self, ds: Dataset, reference, say: Callable[[str], None] | None):
+        self.ds, self.given, self.say, self.ref = ds, reference, say, None
+
+    def __call__(self, type_name: str, params: dict) -> bool:
+        if self.ref is None:
+            self.ref = self._reference()
+        return bool(self.ref.expected(QuerySpec(-1, type_name, params)))
+
+    def _reference(self):
+        if self.given is not None:
+            return self.given() if callable(self.given) else self.given
+        from .reference import Reference
+
+        ds = self.ds
+        if self.say:
+            self.say(f"building the reference engine ({ds.entities:,} entities x {ds.epochs:,} epochs) to redraw "
+                     f"queries whose answers are empty")
+        t0 = time.perf_counter()
+        ref = Reference(ds)
+        if self.say:
+            self.say(f"reference engine built in {time.perf_counter() - t0:.1f} s")
+        return ref
+
+
+def write_queries(path: str | pathlib.Path, ds: Dataset, seed: int, specs: list[QuerySpec],
+                  allow_empty: bool | None = None) -> None:
+    """The queries file; allow_empty (when given) records how the queries were drawn."""
+    head = {"tsbench_queries": FORMAT_VERSION, "seed": seed, "dataset": ds.describe()}
+    if allow_empty is not None:
+        head["allow_empty"] = allow_empty
     with open(path, "w") as f:
-        f.write(json.dumps({"tsbench_queries": FORMAT_VERSION, "seed": seed, "dataset": ds.describe()}) + "\n")
+        f.write(json.dumps(head) + "\n")
         for s in specs:
             f.write(json.dumps(s.to_dict()) + "\n")
 

@@ -56,14 +56,19 @@ class Value:
 
 @dataclass
 class Answer:
-    """One execution's result: canonical rows plus what the wire showed."""
+    """One execution's result as the timed pass records it (phase 4): what the wire
+    showed, the database's own response, and the canonical rows only where the
+    target had to compute them on the client to give the answer asked for. The
+    executor turns `raw` into canonical rows after the timed pass (Target.canonical)."""
 
-    rows: list[tuple]
+    raw: Any = None              # the response: body bytes (HTTP) or the driver's rows
     nbytes: int | None = None    # response bytes on the wire (None: not measurable, e.g. in-process)
-    ttfb: float | None = None    # seconds to the first byte of the response
-    seconds: float = 0.0         # from sending the query to the answer's last byte (drivers: rows returned),
-    #                              before tsbench turns it into canonical rows; the recorded latency
-    raw: Any = None              # the database's own response, for --print-responses
+    ttfb: float | None = None    # seconds to the first byte of the response body (None: not measurable)
+    seconds: float = 0.0         # the latency: from sending the query to the answer's last byte, plus
+    #                              client_s; connection set-up excluded (connect_s)
+    rows: list[tuple] | None = None   # canonical rows, set only when the client computed the answer
+    client_s: float | None = None     # seconds of client work to produce the answer (inside `seconds`)
+    connect_s: float | None = None    # seconds spent opening a connection for this query (not in `seconds`)
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal
 
 from .shapes import columns
 
@@ -35,8 +36,6 @@ class Mismatch:
 
 def plain(v):
     """A database value as a plain Python value (Decimal -> int or float)."""
-    from decimal import Decimal
-
     if isinstance(v, Decimal):
         return int(v) if v == v.to_integral_value() else float(v)
     return v

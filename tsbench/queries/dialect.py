@@ -67,6 +67,13 @@ class Dialect:
     def query_types(cls) -> frozenset[str]:
         return frozenset(n for n, why in cls.support().items() if why is None)
 
+    def client_finished(self, p: dict) -> bool:
+        """Whether the target computes this query's answer on the client from what the
+        server sends (a HAVING, a join of per-field series, a global LIMIT, a merge of
+        several requests), beyond decoding it. That work is part of the latency and
+        recorded on its own (client_s); decoding alone is done after the timed pass."""
+        return False
+
     # ---- rendering ----------------------------------------------------------------------
     def render(self, spec: QuerySpec) -> Any:
         """The native query of a drawn query; Unsupported with the reason for a type it does not run."""

@@ -51,6 +51,8 @@ class DuckDBTarget(DuckDBQueries, Target):
         self.path = pathlib.Path(path)
         self.con: duckdb.DuckDBPyConnection | None = None
         self._local = threading.local()
+        self._qcursors: list = []          # query cursors, one per concurrent query
+        self._qfree: list = []
 
     @classmethod
     def local_url(cls, instance_dir) -> str:
@@ -72,6 +74,9 @@ class DuckDBTarget(DuckDBQueries, Target):
             self.con.execute(f"SET threads = {int(self.options.threads)}")
 
     async def close(self) -> None:
+        for cur in self._qcursors:
+            cur.close()
+        self._qcursors, self._qfree = [], []
         if self.con is not None:
             self.con.close()
             self.con = None

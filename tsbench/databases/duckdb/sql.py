@@ -1,6 +1,7 @@
 """DuckDB's queries (phases 3-5): the reference engine's own SQL (the shared
-SQL dialect with the reference spelling), run on a cursor of the loading
-connection in a worker thread; the rows come back as the driver returns them."""
+SQL dialect with the reference spelling), run in a worker thread on a cursor of
+the loading connection (one per worker, made before timing); the rows come back
+as the driver returns them."""
 
 from __future__ import annotations
 
@@ -19,16 +20,25 @@ class DuckDBQueries:
 
     dialects = {"sql": Sql}
 
-    def _run(self, text: str) -> list[tuple]:
-        cur = getattr(self._local, "qcur", None)
-        if cur is None:
-            cur = self._local.qcur = self.con.cursor()
-        return cur.execute(text).fetchall()
+    async def prepare(self, workers: int) -> None:
+        """One cursor per worker, made before timing (a query takes a free one)."""
+        while len(self._qcursors) < workers:
+            cur = self.con.cursor()
+            self._qcursors.append(cur)
+            self._qfree.append(cur)
 
     async def query(self, native: str) -> Answer:
+        """Run a query on a free cursor in a worker thread, timed to the rows fetched;
+        in-process, so no wire: bytes and the first byte are not measured (None)."""
+        cur = self._qfree.pop() if self._qfree else None
+        if cur is None:
+            await self.prepare(len(self._qcursors) + 1)
+            cur = self._qfree.pop()
         t0 = time.perf_counter()
         try:
-            rows = await asyncio.to_thread(self._run, native)
+            rows = await asyncio.to_thread(lambda: cur.execute(native).fetchall())
         except duckdb.Error as exc:
             raise Fatal(f"duckdb: {exc}") from None
-        return Answer(rows, None, None, time.perf_counter() - t0, raw=native)     # in-process: no wire
+        finally:
+            self._qfree.append(cur)
+        return Answer(rows, None, None, time.perf_counter() - t0)

@@ -148,6 +148,12 @@ class Flux(Dialect):
                   f"  |> keep(columns: {_list(['_time', *group, *fields])})"]
         return "\n".join(lines)
 
+    def client_finished(self, p: dict) -> bool:
+        """An aggregate's fields come back in a table each and are joined into rows on the
+        client; a LIMIT over several groups is cut there too (limit() is per table)."""
+        return shape_of(p) == "aggregate" and (len(p["fields"]) > 1 or (bool(p.get("limit"))
+                                                                         and bool(p.get("group_by"))))
+
     def parse_answer(self, p: dict, text: str, what: str) -> list[tuple]:
         """Canonical rows of the annotated CSV answer `text` to the query of params p."""
         tables = flux_tables(text, what)

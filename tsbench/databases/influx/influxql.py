@@ -134,6 +134,13 @@ class InfluxQL(Dialect):
         return (f"SELECT {sel} FROM {ident(p['measurement'])} GROUP BY {', '.join(ident(g) for g in p['group_by'])} "
                 f"ORDER BY time DESC LIMIT 1")
 
+    def client_finished(self, p: dict) -> bool:
+        """The iot types (their HAVINGs and outer aggregations), and a LIMIT over several
+        groups (InfluxQL's LIMIT is per series: the global cut is made on the client)."""
+        shape = shape_of(p)
+        return shape in self.custom_rows or (shape == "aggregate" and bool(p.get("limit"))
+                                             and bool(p.get("group_by")))
+
     def parse_answer(self, p: dict, text: str, what: str) -> list[tuple]:
         """Canonical rows of the /query JSON answer `text` to the query of params p."""
         res = results(text, what)

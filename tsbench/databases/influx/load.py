@@ -61,6 +61,7 @@ class InfluxQuery:
     text: str
     type: str
     params: dict = field(repr=False, compare=False)
+    client: bool = False     # the answer is computed on the client (Dialect.client_finished)
 
     def __str__(self) -> str:
         return self.text
@@ -241,7 +242,7 @@ class InfluxTarget(Target):
         text = super().render(spec)
         lang = self.dialect_name()
         self._body(lang, text)         # encoded now, not on the timed path
-        return InfluxQuery(lang, text, spec.type, spec.params)
+        return InfluxQuery(lang, text, spec.type, spec.params, self.dialect(lang).client_finished(spec.params))
 
     def _body(self, lang: str, text: str) -> bytes:
         """The request body of a query (JSON for Flux, a form for InfluxQL), encoded once."""
@@ -254,21 +255,37 @@ class InfluxTarget(Target):
             self._bodies[(lang, text)] = body
         return body
 
+    async def prepare(self, workers: int) -> None:
+        """One keep-alive connection per worker, opened before timing."""
+        await self.http.warm(workers, "/ping")
+
     async def query(self, native: InfluxQuery) -> Answer:
         """Run a rendered query: time to the first and the last byte of the response body
         (InfluxDB sends the headers before the query runs, so they are not the first
-        byte that counts), its size (uncompressed on the wire: Accept-Encoding identity),
-        and its canonical rows. InfluxDB's refusals are Fatal with its words."""
+        byte that counts) and its size (uncompressed on the wire: Accept-Encoding
+        identity). Where the client computes the answer (native.client), that work is
+        timed too. InfluxDB's refusals are Fatal with its words."""
         if self.http is None:
             raise Fatal(f"{self.what}: query() before open()")
         lang = native.language
-        status, body, ttfb, secs = await self._timed_post(QUERY_PATH[lang], self._body(lang, native.text),
-                                                          headers=self._query_headers[lang])
-        text = body.decode("utf-8", "replace")
-        if status >= 300:
-            raise self._refused(lang, status, text)
-        rows = self.dialect(lang).parse_answer(native.params, text, self.what)
-        return Answer(rows, len(body), ttfb, secs, raw=text)
+        t = await self.http.timed_post(QUERY_PATH[lang], self._body(lang, native.text),
+                                       headers=self._query_headers[lang])
+        if t.status >= 300:
+            raise self._refused(lang, t.status, t.body.decode("utf-8", "replace"))
+        ans = Answer(t.body, len(t.body), t.ttfb, t.seconds, connect_s=t.connect_s)
+        if native.client:
+            c0 = time.perf_counter()
+            ans.rows = self.canonical(native, ans)
+            ans.client_s = time.perf_counter() - c0
+            ans.seconds += ans.client_s
+        return ans
+
+    def canonical(self, native: InfluxQuery, answer: Answer) -> list[tuple]:
+        """The canonical rows of a /query answer (the dialect's parser)."""
+        if answer.rows is not None:
+            return answer.rows
+        text = answer.raw.decode("utf-8", "replace")
+        return self.dialect(native.language).parse_answer(native.params, text, self.what)
 
     def _refused(self, lang: str, status: int, text: str) -> Fatal:
         """A query answered with an HTTP error status, in the server's words."""
@@ -276,23 +293,6 @@ class InfluxTarget(Target):
             hint = " (Flux needs the server option flux: true)" if status in (403, 404) else ""
             return Fatal(f"{self.what}: flux: HTTP {status}: {_error_text(text)}{hint}")
         return Fatal(f"{self.what}: HTTP {status}: {_error_text(text)}")
-
-    async def _timed_post(self, path: str, data, params: dict | None = None,
-                          headers: dict | None = None) -> tuple[int, bytes, float, float]:
-        """(status, body, seconds to the first byte of the body, seconds to its last byte)."""
-        import aiohttp
-
-        t0 = time.perf_counter()
-        try:
-            async with self.http.session.post(self.url + path, data=data, params=params, headers=headers) as r:
-                # InfluxDB sends its headers before the query has run: time the first body byte
-                first = await r.content.readany()
-                ttfb = time.perf_counter() - t0
-                body = first + await r.content.read()
-                status = r.status
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            raise Fatal(f"{self.what}: {path}: {str(exc) or type(exc).__name__}") from None
-        return status, body, ttfb, time.perf_counter() - t0
 
 
 def _error_text(text: str) -> str:

@@ -18,13 +18,12 @@ import math
 import re
 import time
 
-import aiohttp
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...errors import Fatal, UserError
 from ...model import Batch, Tables
 from ...queries.base import Answer
-from ..http import HttpClient
+from ..http import HttpClient, Timed
 from ..target import Target, exists_error
 from .count import count_expr, metric_regex, selector, slices
 from .metricsql import FAR_FUTURE_S, OPTIONAL_FUNCTIONS, AnswerRows, MetricsQL, VMQuery, VMRequest
@@ -187,38 +186,62 @@ class VictoriaMetricsTarget(Target):
         """MetricsQL without the functions this server lacks (probed at open())."""
         return self.dialects[self.dialect_name()](self.missing_functions)
 
-    async def _request(self, req: VMRequest) -> tuple[dict, int, float, float]:
-        """POST one request: (JSON answer, body bytes, seconds to the response head, total seconds)."""
-        t0 = time.perf_counter()
-        try:
-            async with self.http.session.post(self.url + req.path, data=req.form()) as r:
-                t1 = time.perf_counter()
-                body = await r.read()
-                status = r.status
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            raise Fatal(f"{self.what}: {req.path}: {exc or type(exc).__name__}") from None
-        t2 = time.perf_counter()
-        text = body.decode("utf-8", "replace")
-        try:
-            doc = json.loads(text)
-        except ValueError:
-            doc = None
-        if status >= 300 or not isinstance(doc, dict) or doc.get("status") != "success":
-            msg = doc.get("error") if isinstance(doc, dict) and doc.get("error") else text.strip()
-            raise Fatal(f"{self.what}: {req.path}: HTTP {status}: {(msg or '(empty body)')[:1000]}")
-        return doc, len(body), t1 - t0, t2 - t0
+    async def prepare(self, workers: int) -> None:
+        """One keep-alive connection per worker, opened before timing."""
+        await self.http.warm(workers, "/health")
+
+    async def _request(self, req: VMRequest) -> Timed:
+        """POST one request, timed; an HTTP error status is Fatal with the server's words."""
+        t = await self.http.timed_post(req.path, req.form())
+        if t.status >= 300:
+            _doc(self.what, req, t.status, t.body)
+        return t
 
     async def query(self, native: VMQuery) -> Answer:
-        docs, nbytes, ttfb, seconds = [], 0, None, 0.0
+        """One request whose answer needs only decoding: its body, decoded after the timed
+        pass. Otherwise (native.client) the requests in turn and the rows computed from
+        them, all timed: the client work is client_s."""
+        if not native.client:
+            if not native.requests:
+                return Answer(b"", 0, None, 0.0, rows=[])
+            t = await self._request(native.requests[0])
+            return Answer(t.body, len(t.body), t.ttfb, t.seconds, connect_s=t.connect_s)
         acc = AnswerRows(native)
+        ans = Answer([], 0, None, 0.0, client_s=0.0)
+        t0 = time.perf_counter()
         for req in native.requests:
-            doc, n, head, total = await self._request(req)
-            docs.append(doc)
-            nbytes += n
-            seconds += total
-            ttfb = head if ttfb is None else ttfb
-            acc.add(req, doc["data"]["result"])
+            t = await self._request(req)
+            ans.raw.append(t.body)
+            ans.nbytes += len(t.body)
+            ans.seconds += t.seconds
+            ans.ttfb = t.ttfb if ans.ttfb is None else ans.ttfb
+            if t.connect_s is not None:
+                ans.connect_s = (ans.connect_s or 0.0) + t.connect_s
+            acc.add(req, _doc(self.what, req, t.status, t.body)["data"]["result"])
             if native.limit and native.shape == "aggregate" and len(acc.keys) >= native.limit:
                 break                               # newest first: the older requests cannot make the cut
-        return Answer(acc.rows(), nbytes=nbytes, ttfb=ttfb, seconds=seconds,
-                      raw=docs[0] if len(docs) == 1 else docs)
+        ans.rows = acc.rows()
+        ans.client_s = time.perf_counter() - t0 - (ans.connect_s or 0.0) - ans.seconds
+        ans.seconds += ans.client_s
+        return ans
+
+    def canonical(self, native: VMQuery, answer: Answer) -> list[tuple]:
+        """The canonical rows of a one-request answer (decoded after the timed pass)."""
+        if answer.rows is not None:
+            return answer.rows
+        acc = AnswerRows(native)
+        acc.add(native.requests[0], _doc(self.what, native.requests[0], 200, answer.raw)["data"]["result"])
+        return acc.rows()
+
+
+def _doc(what: str, req: VMRequest, status: int, body: bytes) -> dict:
+    """The JSON answer of a request; Fatal with the server's words unless it succeeded."""
+    text = body.decode("utf-8", "replace")
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if status >= 300 or not isinstance(doc, dict) or doc.get("status") != "success":
+        msg = doc.get("error") if isinstance(doc, dict) and doc.get("error") else text.strip()
+        raise Fatal(f"{what}: {req.path}: HTTP {status}: {(msg or '(empty body)')[:1000]}")
+    return doc

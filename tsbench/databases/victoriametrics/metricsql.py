@@ -131,6 +131,13 @@ class VMQuery:
     def text(self) -> str:
         return "\n".join(str(r) for r in self.requests)
 
+    @property
+    def client(self) -> bool:
+        """Whether the answer is computed on the client beyond decoding one response: a
+        merge of several requests, a join of per-field series (last: of each field's
+        time and value), a LIMIT VictoriaMetrics cannot apply."""
+        return len(self.requests) > 1 or len(self.kinds) > 1 or self.limit is not None or self.shape == "last"
+
     def __str__(self) -> str:
         return self.text
 

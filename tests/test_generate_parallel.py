@@ -1,0 +1,114 @@
+"""Phase 1 with several processes: the C merge (ts_merge) through its wrapper,
+with golden bytes, and the process count picked from the work."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import dataset, run_cli
+from tsbench import generate as gen
+from tsbench.native import MERGE_DONE, MERGE_FULL, MERGE_NEED, Fill, Merger, Simulator
+
+
+def _src(data: bytes, marks: list[int], first_epoch: int, last: bool):
+    """A buffer as a fill with marks leaves it."""
+    return data, np.array(marks, np.int64), Fill(len(data), 0, 0, first_epoch, len(marks), 0, last)
+
+
+# source 0: epochs 0, 1 in one buffer, epoch 2 in the next; source 1: epoch 1 cut
+# across its two buffers ("b1" then "x."), an empty epoch 2 segment, then epoch 3
+SOURCES = [
+    [_src(b"a0.a1.", [3, 6], 0, False), _src(b"a2.", [3], 2, True)],
+    [_src(b"b0.b1", [3, 5], 0, False), _src(b"x.b3.", [2, 2, 5], 1, True)],
+]
+GOLDEN = b"a0.b0.a1.b1x.a2.b3."
+
+
+def _merge(sources, cap: int) -> tuple[bytes, list[int]]:
+    """Run a Merger over hand-made buffers: the bytes and the order of its requests."""
+    m, pending, out, asked = Merger(len(sources), cap), [list(s) for s in sources], [], []
+    while True:
+        rc, chunk = m.merge()
+        out.append(bytes(chunk))
+        if rc == MERGE_DONE:
+            return b"".join(out), asked
+        assert rc in (MERGE_FULL, MERGE_NEED)
+        if rc == MERGE_NEED:
+            asked.append(m.turn)
+            m.feed(m.turn, *pending[m.turn].pop(0))
+
+
+@pytest.mark.parametrize("cap", [1, 2, 5, 1 << 16])
+def test_merge_interleaves_epoch_by_epoch(cap):
+    out, asked = _merge(SOURCES, cap)
+    assert out == GOLDEN
+    assert asked == [0, 1, 0, 1]
+
+
+def test_merge_of_one_source_is_its_bytes():
+    out, _ = _merge([[_src(b"a0.a1.", [3, 6], 0, True)]], 4)
+    assert out == b"a0.a1."
+
+
+def test_merge_rejects_marks_beyond_the_buffer():
+    m = Merger(1, 64)
+    data, marks, fill = _src(b"a0.", [3], 0, True)
+    m.feed(0, data, np.array([9], np.int64), fill)
+    with pytest.raises(RuntimeError, match="merge: bad argument"):
+        m.merge()
+
+
+def test_merge_rejects_a_fill_larger_than_its_buffers():
+    data, marks, fill = _src(b"a0.a1.", [3, 6], 0, True)
+    with pytest.raises(ValueError, match="does not match"):
+        Merger(1, 64).feed(0, data, marks[:1], fill)
+
+
+def _fills(sim, size: int):
+    buf_marks = []
+    while True:
+        buf, marks = bytearray(size), np.zeros(7, np.int64)   # few marks: many hand-offs
+        r = sim.fill("influx", buf, marks)
+        buf_marks.append((buf, marks, r))
+        if r.done:
+            return buf_marks
+
+
+@pytest.mark.parametrize("use_case,scale", [("devops", 3), ("iot", 4)])
+def test_merge_of_simulator_slices_equals_one_simulator(use_case, scale):
+    """iot: late records are emitted epochs after their own, in the emitting epoch."""
+    ds = dataset(use_case=use_case, scale=scale, end="2016-01-01T00:30:00Z", seed=7,
+                 **({"params": {"late": "0.5"}} if use_case == "iot" else {}))
+    mk = lambda lo, hi: Simulator(ds.compiled, 7, lo, hi, ds.start_ns, ds.interval_ns, ds.epochs)
+    whole = b"".join(bytes(b[: r.bytes]) for b, _, r in _fills(mk(0, scale), 1 << 20))
+    bound = mk(0, 1).record_bound("influx")
+    sources = [_fills(mk(i, i + 1), bound + 50) for i in range(scale)]
+    out, asked = _merge(sources, 1000)
+    assert out == whole
+    assert len(asked) > 3 * scale
+
+
+def test_plan_picks_one_process_for_little_work():
+    ds = dataset(use_case="cpu-single", scale=2, interval="1s", end="2016-01-03T00:00:00Z")
+    assert gen.plan_processes(ds, 0, 2, 2, cpus=8) == 1
+    assert gen.plan_processes(ds, 0, 2, 4, cpus=8) == 1
+
+
+def test_plan_keeps_the_processes_asked_for_large_work():
+    ds = dataset(use_case="devops", scale=100)
+    assert gen.plan_processes(ds, 0, 100, 2, cpus=8) == 2
+    assert gen.plan_processes(ds, 0, 100, 4, cpus=8) == 4
+    assert gen.plan_processes(ds, 0, 100, 4, cpus=2) == 2       # no more than the processors
+    assert gen.plan_processes(ds, 0, 100, 1, cpus=8) == 1
+    few = dataset(use_case="devops", scale=3, interval="1s", end="2016-01-03T00:00:00Z")   # 4.7M rows
+    assert gen.plan_processes(few, 0, 3, 8, cpus=8) == 3       # no more than the entities
+
+
+def test_cli_runs_little_work_in_one_process_with_the_same_bytes(tmp_path):
+    args = ["generate", "-q", "--use-case", "cpu-single", "--scale", "2", "--end", "2016-01-01T06:00:00Z"]
+    run_cli(*args, "-j", "1", "-o", str(tmp_path / "a.lp"))
+    run_cli(*args, "-j", "2", "-o", str(tmp_path / "b.lp"))
+    assert (tmp_path / "a.lp").read_bytes() == (tmp_path / "b.lp").read_bytes()
+    manifest = json.loads((tmp_path / "b.lp.manifest.json").read_text())
+    assert manifest["timing"]["processes"] == 1
