@@ -77,7 +77,7 @@ async def _run_all(url, specs, ref, cls=InfluxTarget):
             native = t.render(spec)
             ans = await t.query(native)
             exp = ref.expected(spec)
-            mm = compare(spec.params, exp, t.canonical(native, ans))
+            mm = compare(spec.params, exp, t.answer_rows(native, ans))
             if mm is not None:
                 bad.append(f"--- {spec.type} #{spec.id}:\n{native.text}\n{mm.diff()}")
             if exp:

@@ -77,7 +77,7 @@ async def _run_all(url: str, db: str, lang: str, specs, ref: Reference, cls=Infl
             ans = await t.query(native)
             assert ans.nbytes > 0 and 0 <= ans.ttfb <= ans.seconds and ans.raw
             exp = ref.expected(spec)
-            mm = compare(spec.params, exp, t.canonical(native, ans))
+            mm = compare(spec.params, exp, t.answer_rows(native, ans))
             if mm is not None:
                 bad.append(f"--- {spec.type} #{spec.id} ({lang}):\n{native.text}\n{mm.diff()}")
             if exp:
@@ -239,7 +239,7 @@ def test_custom_shape_hook(server, devops):
             try:
                 native = t.render(QuerySpec(0, "test-hosts", {"shape": "custom", "type": "test-hosts",
                                                               "start": ds.start_ns, "end": ds.end_ns}))
-                return t.canonical(native, await t.query(native))
+                return t.answer_rows(native, await t.query(native))
             finally:
                 await t.close()
 
@@ -263,7 +263,7 @@ def test_server_errors_are_fatal_with_its_words(server, devops, lang, text, word
         try:
             with pytest.raises(Fatal) as e:
                 native = InfluxQuery(lang, text, "max-cpu-1", {"shape": "aggregate"})
-                t.canonical(native, await t.query(native))     # a statement's error comes in a 200 answer
+                t.answer_rows(native, await t.query(native))     # a statement's error comes in a 200 answer
             return str(e.value)
         finally:
             await t.close()

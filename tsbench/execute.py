@@ -326,7 +326,7 @@ class _Execution:
         s = self.specs[rec["id"]]
         native = self.natives[s.id]
         try:
-            rows = self.target.canonical(native, ans)
+            rows = self.target.answer_rows(native, ans)
         except (Fatal, Retryable) as exc:
             rec.update(status="error", error=str(exc)[:1000])
             return

@@ -159,9 +159,13 @@ class Target:
         raise Unsupported(f"target {self.name} runs no queries")
 
     def canonical(self, native: Any, answer) -> list[tuple]:
-        """Untimed, after the pass: the answer's canonical rows (queries/shapes.py).
-        Raise Fatal if the response cannot be read."""
-        return answer.rows if answer.rows is not None else [tuple(r) for r in answer.raw]
+        """Untimed, after the pass: the canonical rows (queries/shapes.py) decoded from the
+        raw response. Raise Fatal if the response cannot be read."""
+        return [tuple(r) for r in answer.raw]
+
+    def answer_rows(self, native: Any, answer) -> list[tuple]:
+        """An answer's canonical rows: those the client computed in the timed pass, else canonical()."""
+        return answer.rows if answer.rows is not None else self.canonical(native, answer)
 
     async def drop_caches(self) -> str | None:
         """Before a cold-cache pass on a server tsbench does not run: None if the

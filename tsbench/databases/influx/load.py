@@ -282,8 +282,6 @@ class InfluxTarget(Target):
 
     def canonical(self, native: InfluxQuery, answer: Answer) -> list[tuple]:
         """The canonical rows of a /query answer (the dialect's parser)."""
-        if answer.rows is not None:
-            return answer.rows
         text = answer.raw.decode("utf-8", "replace")
         return self.dialect(native.language).parse_answer(native.params, text, self.what)
 

@@ -227,8 +227,6 @@ class VictoriaMetricsTarget(Target):
 
     def canonical(self, native: VMQuery, answer: Answer) -> list[tuple]:
         """The canonical rows of a one-request answer (decoded after the timed pass)."""
-        if answer.rows is not None:
-            return answer.rows
         acc = AnswerRows(native)
         acc.add(native.requests[0], _doc(self.what, native.requests[0], 200, answer.raw)["data"]["result"])
         return acc.rows()
