@@ -268,6 +268,7 @@ static void init_entity(ts_sim *sim, int64_t el)
 /* the written value of a state */
 static inline double written(const ts_field *fd, double v)
 {
+    if (!isfinite(v)) return v;     /* left as it is, for series_values to report */
     if (fd->decimals >= 0) {
         double m = 1.0;
         for (int32_t i = 0; i < fd->decimals; i++) m *= 10.0;
@@ -281,8 +282,9 @@ static inline double written(const ts_field *fd, double v)
     return v;
 }
 
-/* the written values of (entity, series) at the current tick */
-static void series_values(const ts_sim *sim, int64_t el, int32_t s, double *out)
+/* the written values of (entity, series) at the current tick; returns the
+ * first written field whose value is not finite, or -1 */
+static int32_t series_values(const ts_sim *sim, int64_t el, int32_t s, double *out)
 {
     const ts_series *se = &sim->series[s];
     const double *fs = sim->state + el * sim->n_fields + se->first_field;
@@ -297,6 +299,9 @@ static void series_values(const ts_sim *sim, int64_t el, int32_t s, double *out)
         else if (fd->evo == TS_EVO_RATIO)
             out[f] = written(fd, fd->k0 * out[fd->src1] / out[fd->src2]);
     }
+    for (int32_t f = 0; f < se->n_fields; f++)
+        if (!fds[f].hidden && !isfinite(out[f])) return f;
+    return -1;
 }
 
 /* advance the state of (entity, series) from tick t to t + 1 */
@@ -642,6 +647,7 @@ static void pend_remove(ts_sim *sim, size_t slot, int32_t i)
 static int32_t run(ts_sim *sim, sink *k, int64_t *marks, int64_t marks_cap)
 {
     ts_fill_result *res = k->res;
+    int32_t rc = TS_OK, bad;
     res->first_epoch = sim->t;
     res->n_marks = 0;
     if (sim->n_entities == 0) sim->t = sim->total_epochs;
@@ -662,7 +668,12 @@ static int32_t run(ts_sim *sim, sink *k, int64_t *marks, int64_t marks_cap)
         if (sim->t < sim->epochs) {
             fate fa = entry_fate(sim, sim->el, sim->s, sim->t);
             if (fa.deliver) {
-                series_values(sim, sim->el, sim->s, sim->scratch);
+                if ((bad = series_values(sim, sim->el, sim->s, sim->scratch)) >= 0) {
+                    res->bad_field = sim->series[sim->s].first_field + bad;
+                    res->bad_time = sim->start_ns + sim->t * sim->interval_ns;
+                    rc = TS_ERR_VALUE;
+                    goto stop;
+                }
                 if (fa.delay == 0) {
                     if (!emit(sim, k, sim->el, sim->s, sim->t, sim->scratch, fa.null_field, fa.null_tag))
                         goto stop;
@@ -698,7 +709,7 @@ stop:
     res->bytes = k->used;
     res->epoch = sim->t;
     res->done = sim->t >= sim->total_epochs;
-    return TS_OK;
+    return rc;
 }
 
 int32_t ts_sim_fill(ts_sim *sim, int32_t fmt, char *buf, uint64_t cap, int64_t *marks, int64_t marks_cap,

@@ -58,7 +58,8 @@ enum {
 enum { TS_FMT_INFLUX = 0, TS_FMT_CSV = 1, TS_FMT_COUNT = 2 };
 
 /* errors */
-enum { TS_OK = 0, TS_ERR_ARG = -1, TS_ERR_NOMEM = -2, TS_ERR_SPACE = -3 };
+enum { TS_OK = 0, TS_ERR_ARG = -1, TS_ERR_NOMEM = -2, TS_ERR_SPACE = -3,
+       TS_ERR_VALUE = -5 /* a written value is +/-Inf or NaN: see bad_field, bad_time */ };
 
 typedef struct ts_field {
     int32_t name;          /* string index */
@@ -131,6 +132,8 @@ typedef struct ts_fill_result {
     int64_t n_marks;       /* epoch segments recorded in marks */
     int64_t epoch;         /* position after the call: the epoch being emitted */
     int32_t done;          /* 1 when the simulation has emitted everything */
+    int32_t bad_field;     /* TS_ERR_VALUE: the field (index in schema.fields) that was not finite */
+    int64_t bad_time;      /* TS_ERR_VALUE: its timestamp (ns); the fill stopped before its record */
 } ts_fill_result;
 
 /* columnar output: one entry per record; values is row-major [cap][width],

@@ -175,6 +175,24 @@ def local_server(kind: str, **options):
         shutil.rmtree(d, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def target_url(target: str, server_options: dict | None = None):
+    """The URL of a fresh local instance of a target's database: a server tsbench starts,
+    or an in-process database's file under a temporary dir; gone after."""
+    from tsbench import databases
+
+    cls = databases.target_class(target)
+    if cls.server_kind is not None:
+        with local_server(cls.server_kind, **(server_options or {})) as srv:
+            yield srv.url
+        return
+    d = tempfile.mkdtemp(prefix=f"tsbench-{target}-")
+    try:
+        yield cls.local_url(d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def load_into(target: str, url: str, df, options: dict | None = None):
     """Load a data file into a target with the real loader (if_exists drop); the count is verified."""
     import asyncio

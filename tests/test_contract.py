@@ -23,7 +23,7 @@ import shutil
 import tempfile
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, target_url
 
 from tsbench import databases, queries, session
 from tsbench.dataset import DatasetSpec, resolve
@@ -94,20 +94,8 @@ def references(datafiles):
 def endpoint(request):
     """(case, URL) of one fresh local instance, shared by the module's tests of that case."""
     case = request.param
-    cls = _cls(case)
-    d = tempfile.mkdtemp(prefix=f"tsbench-contract-{case}-")
-    srv = None
-    if cls.server_kind is not None:
-        srv = databases.server_class(cls.server_kind)(name=f"contract-{case}-{pathlib.Path(d).name}", instance_dir=d,
-                                                       options=CONTRACT[case][3])
-        srv.start()
-        url = srv.url
-    else:
-        url = cls.local_url(d)
-    yield case, url
-    if srv is not None:
-        srv.stop()
-    shutil.rmtree(d, ignore_errors=True)
+    with target_url(CONTRACT[case][0], CONTRACT[case][3]) as url:
+        yield case, url
 
 
 def _reach(endpoint) -> session.Reach:

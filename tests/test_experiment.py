@@ -111,7 +111,7 @@ def test_shipped_experiments_are_valid(name, n):
 
 
 def test_schema_file_is_found_beside_the_experiment(tmp_path):
-    (tmp_path / "s.yaml").write_text("name: s\nmeasurements:\n  - name: m\n    fields: [{name: v}]\n")
+    (tmp_path / "s.yaml").write_text("name: s\nmeasurements:\n  - name: m\n    fields: [{name: v, evolution: constant}]\n")
     f = _write(tmp_path, "name: x\ndatasets: {c: {use_case: custom, schema_file: s.yaml}}\n"
                          "targets: {a: {target: duckdb}}\n")
     assert load_experiment(f).datasets["c"].schema_file == str(tmp_path / "s.yaml")
@@ -204,3 +204,40 @@ def test_functions_are_short():
     long = {n.name: n.end_lineno - n.lineno + 1 for n in ast.walk(tree)
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno >= 60}
     assert not long, long
+
+
+def test_duplicate_keys_are_refused_and_merge_keys_kept(tmp_path):
+    dup = GOOD.replace("  pg-brin:", "  influx: {target: influx}\n  pg-brin:")
+    with pytest.raises(UserError, match=r"e\.yaml:8: duplicate key 'influx' \(first at line 6"):
+        load_experiment(_write(tmp_path, dup))
+    merged = GOOD.replace("  influx: {target: influx}", "  influx: &t {target: influx}\n  other:\n    <<: *t\n"
+                                                           "    server: local")
+    assert "other" in load_experiment(_write(tmp_path, merged)).targets
+
+
+def test_exclude_naming_nothing_is_an_error(tmp_path):
+    for entry, pattern in (("{target: infux}", r"e\.yaml:13: exclude\[0\]\.target: 'infux' is not among"),
+                           ("{dataset: d99}", r"exclude\[0\]\.dataset: 'd99'"),
+                           ("{load.workers: 3}", r"exclude\[0\]\.load\.workers: 3 is not among its values"),
+                           ("{load.batch_size: 5}", r"exclude\[0\]\.load\.batch_size: not a key of the matrix")):
+        with pytest.raises(UserError, match=pattern):
+            load_experiment(_write(tmp_path, GOOD.replace("{target: influx, target.options.database: two}",
+                                                          entry)))
+
+
+def test_dataset_values_are_checked_at_load(tmp_path):
+    """A dataset generate would refuse fails when the file is read, not in its cell."""
+    with pytest.raises(UserError, match=r"e\.yaml:\d+: matrix\.dataset\.scale: 0: --scale"):
+        load_experiment(_write(tmp_path, GOOD.replace("repetitions: 2", "repetitions: 1")
+                               .replace("  load.workers: [1, 2]", "  load.workers: [1, 2]\n  dataset.scale: [1, 0]")))
+    with pytest.raises(UserError, match=r"e\.yaml:3: datasets\.d10: --end"):
+        load_experiment(_write(tmp_path, GOOD.replace('end: "2016-01-01T02:00:00Z", seed', 'end: "2016-01-01", seed')))
+
+
+@pytest.mark.parametrize("name", ["../../etc/evil", "..", ".", "a b", "x/y", ""])
+def test_names_used_in_paths_are_checked(tmp_path, name):
+    for old, new in (("name: small", f"name: '{name}'"), ("  d10:", f"  '{name}':"), ("  influx:", f"  '{name}':")):
+        text = GOOD.replace(old, new).replace("{target: influx, target.options.database: two}", "{load.workers: 1}")
+        with pytest.raises(UserError, match="is not a valid name"):
+            load_experiment(_write(tmp_path, text))
+    assert experiment.name_problem("devops100-2.v1_x") is None

@@ -122,56 +122,6 @@ def test_dry_run_prints_the_cells(tmp_path):
     assert "5 cells" in p.stderr.decode()
 
 
-INTERRUPTED = """\
-name: interrupted
-datasets:
-  d: {use_case: devops, scale: 20, end: "2016-01-01T06:00:00Z", seed: 5}
-targets:
-  pg: {target: postgres}
-phases: [generate, load]
-load: {workers: 1, batch_size: 1000}
-matrix:
-  load.batch_size: [20000, 1000]
-"""
-
-
-def test_ctrl_c_keeps_finished_cells_and_stops_the_server(tmp_path):
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    import psutil
-
-    f = tmp_path / "e.yaml"
-    f.write_text(INTERRUPTED)
-    p = subprocess.Popen([sys.executable, "-m", "tsbench", "run", str(f), "--results", str(tmp_path / "r")],
-                         stderr=subprocess.PIPE, text=True)
-    lines, pids = [], []
-    deadline = time.monotonic() + 240
-    for line in p.stderr:                      # the second cell's load has started: interrupt it
-        lines.append(line)
-        m = re.search(r"started postgres \S+ \(pid (\d+)\)", line)
-        if m:
-            pids.append(int(m.group(1)))
-        if "[2/2]" in "".join(lines) and line.startswith("tsbench: load:"):
-            time.sleep(1.0)
-            p.send_signal(signal.SIGINT)
-            break
-        assert time.monotonic() < deadline, "".join(lines)
-    rest = p.stderr.read()
-    assert p.wait(timeout=120) == 130, "".join(lines) + rest
-    assert "interrupted: finished cells are kept" in rest and len(pids) == 2
-    assert not any(psutil.pid_exists(pid) for pid in pids), rest      # both servers stopped
-    run = next((tmp_path / "r" / "interrupted").glob("2*"))
-    cells = pq.read_table(run / "cells.parquet").to_pylist()
-    assert [(c["status"], c["batch_size"]) for c in cells] == [("ok", 20000), ("interrupted", 1000)]
-    assert cells[1]["reason"] == "interrupted by the user (Ctrl-C)" and cells[0]["verified"]
-    assert (run / "report.html").is_file()
-    m = json.loads((run / "manifest.json").read_text())
-    assert m["status"] == {"ok": 1, "failed": 0, "interrupted": 1}
-
-
 def test_a_cell_that_raises_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch):
     """A database refusing mid-cell (Fatal outside the timed load, here in the count)
     and a bug of ours (KeyError) each fail their cell only."""
@@ -237,3 +187,61 @@ def test_report_marks_types_computed_on_the_client():
     html = latency_table(cells, q)
     assert html.count(" *</td>") == 1 and "computes this answer on the client" in html
     assert "* the target" not in latency_table(cells, q.assign(client_s=None))
+
+
+ONE_DUCK = ("name: {name}\ndatasets: {{d: {{use_case: cpu-only, scale: 2, end: '2016-01-01T00:10:00Z'}}}}\n"
+            "targets: {{duck: {{target: duckdb}}}}\nphases: {phases}\n"
+            "queries: {{types: [lastpoint, single-groupby-1-1-1], count: 2}}\n")
+
+
+def test_a_query_error_fails_the_cell(tmp_path, monkeypatch):
+    """A cell is ok only if every query answered: one refused query fails it, with the server's words."""
+    from tsbench.errors import Fatal
+    from tsbench.databases.duckdb.load import DuckDBTarget
+
+    real = DuckDBTarget.query
+
+    async def query(self, native):
+        if "GROUP BY" in str(native):
+            raise Fatal("duckdb: refused for the test")
+        return await real(self, native)
+
+    monkeypatch.setattr(DuckDBTarget, "query", query)
+    f = tmp_path / "e.yaml"
+    f.write_text(ONE_DUCK.format(name="qerr", phases="[generate, load, queries, execute, validate]"))
+    out = Runner(load_experiment(f), tmp_path / "r", quiet=True).run()
+    (cell,) = pq.read_table(out / "cells.parquet").to_pylist()
+    assert cell["status"] == "failed" and cell["query_errors"] == 2, cell
+    assert cell["reason"] == "2 of 4 queries failed; first: duckdb: refused for the test"
+
+
+def test_the_verify_phase_recounts_every_table(tmp_path, monkeypatch):
+    from tsbench.databases.duckdb.load import DuckDBTarget
+
+    f = tmp_path / "e.yaml"
+    f.write_text(ONE_DUCK.format(name="ver", phases="[generate, load, verify]"))
+    out = Runner(load_experiment(f), tmp_path / "r", quiet=True).run()
+    rows = pq.read_table(out / "verify.parquet").to_pylist()
+    assert [(r["table"], r["difference"]) for r in rows] == [("cpu", 0)] and rows[0]["expected"] == 2 * 60
+    assert pq.read_table(out / "cells.parquet").to_pylist()[0]["status"] == "ok"
+
+    real = DuckDBTarget.count
+
+    async def short(self, tables):                # a table that lost a row after the load's own count
+        n = await real(self, tables)
+        return n - 1 if getattr(self, "_counted", False) else setattr(self, "_counted", True) or n
+
+    monkeypatch.setattr(DuckDBTarget, "count", short)
+    out = Runner(load_experiment(f), tmp_path / "r2", quiet=True).run()
+    (cell,) = pq.read_table(out / "cells.parquet").to_pylist()
+    assert cell["status"] == "failed" and cell["verified"], cell
+    assert cell["reason"] == "verify: 1 of 1 tables differ; first: cpu holds 119 rows, the data file has 120"
+
+
+def test_run_exits_1_when_a_cell_is_not_ok(tmp_path):
+    f = tmp_path / "e.yaml"
+    f.write_text("name: bad\ndatasets: {d: {use_case: cpu-only, scale: 2, end: '2016-01-01T00:10:00Z'}}\n"
+                 "targets: {gone: {target: null-http, server: 'http://127.0.0.1:9'}}\nphases: [generate, load]\n")
+    p = run_cli("run", str(f), "--results", str(tmp_path / "r"), "--no-report", check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 1 and "1 of 1 cells not ok" in err and "Traceback" not in err, err

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from . import secrets
 from .errors import UserError
 
 
@@ -30,6 +31,52 @@ def _ports(values: tuple[str, ...]) -> dict[str, int]:
     return out
 
 
+class _Finite(click.FloatRange):
+    """A FloatRange that also refuses nan and inf."""
+
+    def convert(self, value, param, ctx):
+        import math
+
+        v = super().convert(value, param, ctx)
+        if not math.isfinite(v):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return v
+
+
+AT_LEAST_1 = click.IntRange(min=1)
+AT_LEAST_0 = click.IntRange(min=0)
+SEED = click.IntRange(0, 2 ** 64 - 1)
+POSITIVE = _Finite(min=0, min_open=True)
+
+
+def _writable(ctx, param, value):
+    """Click callback: an output file that cannot be written fails before any work."""
+    import os
+
+    if value is None or value == "-":
+        return value
+    p = pathlib.Path(value)
+    parent = p.parent
+    if p.is_dir():
+        raise click.BadParameter(f"{value} is a directory, not a file", ctx, param)
+    if not parent.is_dir():
+        raise click.BadParameter(f"cannot write {value}: no such directory {str(parent)!r}", ctx, param)
+    if not os.access(p if p.exists() else parent, os.W_OK):
+        raise click.BadParameter(f"cannot write {value}: permission denied", ctx, param)
+    return value
+
+
+def _valid_names(ctx, param, value):
+    """Click callback: names used in paths (server instances) are [A-Za-z0-9._-]+."""
+    from .experiment import name_problem
+
+    for v in [value] if isinstance(value, str) else value or ():
+        problem = name_problem(v)
+        if problem:
+            raise click.BadParameter(problem, ctx, param)
+    return value
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="tsbench")
 def cli() -> None:
@@ -45,21 +92,21 @@ def cli() -> None:
 @cli.command()
 @click.option("--use-case", "-u", default="devops", show_default=True,
               help="devops, cpu-only, cpu-single, iot, synthetic or custom.")
-@click.option("--scale", type=int, default=None,
+@click.option("--scale", type=AT_LEAST_1, default=None,
               help="Entities: hosts (devops), trucks (iot), hosts/entities (custom). [default: 1]")
 @click.option("--start", default="2016-01-01T00:00:00Z", show_default=True, help="First timestamp (RFC 3339).")
 @click.option("--end", default=None, help="End of the time range, exclusive (RFC 3339). [default: start + 1 day]")
 @click.option("--interval", default=None, help="Time between epochs, e.g. 10s, 1m, 100ms. [default: 10s]")
-@click.option("--seed", type=int, default=1, show_default=True, help="Same seed, same bytes.")
+@click.option("--seed", type=SEED, default=1, show_default=True, help="Same seed, same bytes.")
 @click.option("--format", "fmt", default="influx", show_default=True,
               help="influx (line protocol) or csv (measurement,time,tags...,fields...).")
-@click.option("--output", "-o", default="-", show_default=True,
+@click.option("--output", "-o", default="-", show_default=True, callback=_writable,
               help="Data file, or - for stdout. A manifest FILE.manifest.json is written next to a file.")
 @click.option("--compress", default=None, help="none, gzip or zstd. [default: from the suffix .gz / .zst]")
-@click.option("--group", type=int, default=None, help="Write only group I (0-based) of --groups.")
-@click.option("--groups", type=int, default=1, show_default=True,
+@click.option("--group", type=AT_LEAST_0, default=None, help="Write only group I (0-based) of --groups.")
+@click.option("--groups", type=AT_LEAST_1, default=1, show_default=True,
               help="Split the entities exactly into N groups; without --group, write N files F.g0 ... F.gN-1.")
-@click.option("--processes", "-j", type=int, default=1, show_default=True,
+@click.option("--processes", "-j", type=AT_LEAST_1, default=1, show_default=True,
               help="Generate in N processes (same bytes as one).")
 @click.option("--param", "-P", "params", multiple=True, metavar="KEY=VALUE",
               help="Use-case parameter, repeatable: iot missing=0.1 late=0.3 ...; "
@@ -97,9 +144,9 @@ def generate(use_case, scale, start, end, interval, seed, fmt, output, compress,
               help="Database (list them with: python -m tsbench targets).")
 @click.option("--server", "-s", default="local", show_default=True,
               help="local (tsbench installs, starts and stops it) or the URL of a running server.")
-@click.option("--workers", "-w", type=int, default=4, show_default=True, help="Batches in flight at once.")
-@click.option("--batch-size", "-b", type=int, default=10_000, show_default=True, help="Rows per batch.")
-@click.option("--processes", "-j", type=int, default=1, show_default=True,
+@click.option("--workers", "-w", type=AT_LEAST_1, default=4, show_default=True, help="Batches in flight at once.")
+@click.option("--batch-size", "-b", type=AT_LEAST_1, default=10_000, show_default=True, help="Rows per batch.")
+@click.option("--processes", "-j", type=AT_LEAST_1, default=1, show_default=True,
               help="Load processes, each with --workers workers over a share of the file.")
 @click.option("--if-exists", type=click.Choice(["abort", "reuse", "drop"]), default="abort", show_default=True,
               help="When the database already holds data.")
@@ -112,15 +159,20 @@ def generate(use_case, scale, start, end, interval, seed, fmt, output, compress,
 @click.option("--generate", "gen", default=None, metavar="KEY=VALUE,...",
               help="Generate the data first in the target's format, e.g. "
                    "use_case=devops,scale=10,end=2016-01-01T02:00:00Z,seed=1 (into DATAFILE or a temp file).")
-@click.option("--give-up-after", type=float, default=300.0, show_default=True,
+@click.option("--give-up-after", type=POSITIVE, default=300.0, show_default=True,
               help="Seconds of server push-back on one batch before the load fails.")
-@click.option("--json", "json_out", default=None, help="Write the summary (with the per-second timeline) here.")
+@click.option("--stall-timeout", type=POSITIVE, default=120.0, show_default=True,
+              help="Seconds with no batch answered (a stopped or wedged server) before the load fails.")
+@click.option("--json", "json_out", default=None, callback=_writable,
+              help="Write the summary (with the per-second timeline) here.")
 @click.option("--keep-server", is_flag=True, help="Leave the local server running (stop: tsbench servers stop).")
 @click.option("--no-verify", is_flag=True, help="Skip the count check.")
 @click.option("--no-compact", is_flag=True, help="Skip compaction before measuring disk bytes.")
+@click.option("--check-data", is_flag=True, help="Check the data file's sha256 against its manifest first.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
 def load(datafile, target_name, server, workers, batch_size, processes, if_exists, options, server_options,
-         ports, gen, give_up_after, json_out, keep_server, no_verify, no_compact, quiet) -> None:
+         ports, gen, give_up_after, stall_timeout, json_out, keep_server, no_verify, no_compact, check_data,
+         quiet) -> None:
     """Phase 2: load a generated data file into a database, verify the count,
     compact and measure disk bytes.
 
@@ -137,10 +189,10 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
     cls = databases.target_class(target_name)
     opts = LoadOptions(workers=workers, batch_size=batch_size, processes=processes, if_exists=if_exists,
                        verify=not no_verify, compact=not no_compact, progress=not quiet,
-                       give_up_after=give_up_after)
+                       give_up_after=give_up_after, stall_seconds=stall_timeout)
     opts.check()
     topts = _params(options, "--option")
-    cls.parse_options(topts)
+    cls.parse_options(secrets.resolve_env(topts, f"target {cls.name}"))
     scratch = None
     if gen is not None:
         if datafile is None:             # generated into a temporary dir, removed after the load
@@ -153,7 +205,7 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
         raise UserError("load: give a DATAFILE or --generate KEY=VALUE,...")
     try:
         _load_file(datafile, target_name, server, opts, topts, server_options, ports, keep_server, json_out,
-                   quiet, workers, batch_size, processes)
+                   quiet, workers, batch_size, processes, check_data)
     finally:
         if scratch:
             import shutil
@@ -162,14 +214,14 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
 
 
 def _load_file(datafile, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet,
-               workers, batch_size, processes) -> None:
+               workers, batch_size, processes, check_data=False) -> None:
     import asyncio
 
     from . import session
     from .datafile import open_datafile
     from .load import LoadError
 
-    df = open_datafile(datafile)
+    df = open_datafile(datafile, check_data=check_data)
     reach = session.Reach(target_name, server, topts, _params(server_options, "--server-option"), _ports(ports),
                           keep_server)
 
@@ -206,10 +258,13 @@ def _generate_for(gen: str, fmt: str, datafile: str, quiet: bool) -> None:
     run_gen(resolve(spec), fmt, datafile, None, None, 1, 1, show_progress=not quiet)
 
 
-def _write_json(path: str, data: dict) -> None:
+def _write_json(path: str, data: dict, indent: int = 2) -> None:
     import json
 
-    pathlib.Path(path).write_text(json.dumps(data, indent=2) + "\n")
+    try:
+        pathlib.Path(path).write_text(json.dumps(secrets.mask_deep(data), indent=indent) + "\n")
+    except OSError as exc:
+        raise UserError(f"--json: cannot write {path!r}: {exc.strerror or exc}") from None
 
 
 def _print_load(s: dict, srv) -> None:
@@ -263,11 +318,11 @@ def queries_cmd() -> None:
 @click.option("--types", "-T", default=None, help="Comma-separated query types (see: queries list).")
 @click.option("--family", default=None, help="All types of a family that fit the dataset: devops, iot, flux, "
                                               "relational.")
-@click.option("--count", "-n", type=int, default=10, show_default=True, help="Queries per type.")
-@click.option("--seed", type=int, default=1, show_default=True, help="Same seed, same queries.")
+@click.option("--count", "-n", type=AT_LEAST_1, default=10, show_default=True, help="Queries per type.")
+@click.option("--seed", type=SEED, default=1, show_default=True, help="Same seed, same queries.")
 @click.option("--allow-empty", is_flag=True,
               help="Keep every first draw, even when its answer is empty (no reference engine is built).")
-@click.option("--output", "-o", required=True, help="Queries file (JSON lines).")
+@click.option("--output", "-o", required=True, callback=_writable, help="Queries file (JSON lines).")
 def queries_generate(datafile, dataset, types, family, count, seed, allow_empty, output) -> None:
     """Draw COUNT queries of each type; parameters depend on the seed, type,
     index and the dataset's data only, never on the target.
@@ -329,7 +384,8 @@ def _exec_options(f):
         click.option("--load", "load_file", default=None, help="Load this data file first (with --if-exists drop)."),
         click.option("--option", "-O", "options", multiple=True, metavar="KEY=VALUE", help="Target option."),
         click.option("--server-option", "server_options", multiple=True, metavar="KEY=VALUE"),
-        click.option("--json", "json_out", default=None, help="Write the results (stats, validation, per query) here."),
+        click.option("--json", "json_out", default=None, callback=_writable,
+                     help="Write the results (stats, validation, per query) here."),
         click.option("--quiet", "-q", is_flag=True, help="No progress bar and no table."),
     ]):
         f = opt(f)
@@ -338,11 +394,11 @@ def _exec_options(f):
 
 @cli.command()
 @_exec_options
-@click.option("--workers", "-w", type=int, default=1, show_default=True, help="Queries in flight at once.")
-@click.option("--count", "-n", type=int, default=None, help="Measured queries (default: the file once).")
-@click.option("--duration", type=float, default=None, help="Or: seconds of measured queries.")
-@click.option("--burn-in", type=int, default=0, show_default=True, help="Queries run first and not counted.")
-@click.option("--rate", type=float, default=None, help="Fixed rate in queries/s; latency from the scheduled time.")
+@click.option("--workers", "-w", type=AT_LEAST_1, default=1, show_default=True, help="Queries in flight at once.")
+@click.option("--count", "-n", type=AT_LEAST_1, default=None, help="Measured queries (default: the file once).")
+@click.option("--duration", type=POSITIVE, default=None, help="Or: seconds of measured queries.")
+@click.option("--burn-in", type=AT_LEAST_0, default=0, show_default=True, help="Queries run first and not counted.")
+@click.option("--rate", type=POSITIVE, default=None, help="Fixed rate in queries/s; latency from the scheduled time.")
 @click.option("--cache", type=click.Choice(["warm", "cold", "cold-query"]), default="warm", show_default=True,
               help="warm: a first pass is discarded; cold: restart the server and drop the page cache before "
                    "each pass over the queries; cold-query: before every query.")
@@ -350,16 +406,22 @@ def _exec_options(f):
 @click.option("--print-responses", is_flag=True,
               help="After the timed pass, print each executed query once: its text in the target's dialect, the "
                    "server's answer and the canonical rows (cut at --max-rows, saying how many more).")
-@click.option("--max-rows", type=int, default=20, show_default=True, help="Rows of each answer --print-responses shows.")
+@click.option("--max-rows", type=AT_LEAST_0, default=20, show_default=True,
+              help="Rows of each answer --print-responses shows.")
+@click.option("--query-timeout", type=POSITIVE, default=60.0, show_default=True,
+              help="Seconds a query may take; past it the query is recorded as an error.")
+@click.option("--stall-timeout", type=POSITIVE, default=120.0, show_default=True,
+              help="Seconds with no query answered (a stopped or wedged server) before the execute fails.")
 def execute(queries_file, target_name, server, load_file, options, server_options, json_out, quiet, workers, count,
-            duration, burn_in, rate, cache, no_validate, print_responses, max_rows) -> None:
+            duration, burn_in, rate, cache, no_validate, print_responses, max_rows, query_timeout,
+            stall_timeout) -> None:
     """Phase 4: run a queries file against a database: latency percentiles per
     query type, time to first byte, response bytes, errors; answers validated."""
     from .execute import ExecOptions
 
     opts = ExecOptions(workers=workers, count=count, duration=duration, burn_in=burn_in, rate=rate, cache=cache,
                        validate=not no_validate, print_responses=print_responses, max_rows=max_rows,
-                       progress=not quiet)
+                       query_timeout=query_timeout, stall_seconds=stall_timeout, progress=not quiet)
     opts.check()
     res = _run_queries(queries_file, target_name, server, load_file, options, server_options, opts, quiet)
     _finish_queries(res, json_out, quiet, table=True)
@@ -415,11 +477,9 @@ def _datafile_for(load_file: str, ds, queries_file: str):
 
 
 def _finish_queries(res, json_out, quiet, table: bool) -> None:
-    import json
-
     summary = res.summary()
     if json_out:
-        pathlib.Path(json_out).write_text(json.dumps({**summary, "records": res.records}, indent=1) + "\n")
+        _write_json(json_out, {**summary, "records": res.records}, indent=1)
     bad = [v for v in res.validation if not v["ok"]]
     if not quiet:
         if table:
@@ -470,22 +530,32 @@ def run(experiment_file, dry_run, results, quiet, no_report) -> None:
             click.echo(describe_cell(c))
         click.echo(f"{len(cs)} cells; phases: {', '.join(exp.phases)}", err=True)
         return
+    from . import signals
     from .report import text_summary, write_report
     from .runner import Runner
 
     runner = Runner(exp, results, quiet)
-    out = runner.run()
-    click.echo(text_summary(out), err=True)
-    if not no_report:
-        click.echo(f"report: {write_report(out)}", err=True)
+    with signals.as_interrupt():         # SIGTERM after the cells as well: the same path as Ctrl-C
+        out = runner.run()
+        try:
+            click.echo(text_summary(out), err=True)
+            if not no_report:
+                click.echo(f"report: {write_report(out)}", err=True)
+        except KeyboardInterrupt:
+            click.echo(f"report: not written (interrupted); write it with: python -m tsbench report {out}",
+                       err=True)
     click.echo(f"results: {out}", err=True)
     if runner.interrupted:
-        sys.exit(130)
+        sys.exit(signals.EXIT_CODES[runner.interrupted])
+    if runner.not_ok:
+        click.echo(f"tsbench: {runner.not_ok} of {len(runner.cell_rows)} cells not ok (see the reason column)",
+                   err=True)
+        sys.exit(1)
 
 
 @cli.command()
 @click.argument("run_dir")
-@click.option("--output", "-o", default=None, help="The HTML file (default: RUN_DIR/report.html).")
+@click.option("--output", "-o", default=None, callback=_writable, help="The HTML file (default: RUN_DIR/report.html).")
 def report(run_dir, output) -> None:
     """Write the static HTML report of a run folder (results/<experiment>/<run-id>/):
     plots of ingest, throughput, disk, latency, server CPU and memory, and the
@@ -545,7 +615,7 @@ def servers_install(kinds, all_, server_options) -> None:
 
 @servers_cmd.command("start")
 @click.argument("kind")
-@click.option("--name", default=None, help="Instance name (default: the kind).")
+@click.option("--name", default=None, callback=_valid_names, help="Instance name (default: the kind).")
 @click.option("--port", "ports", multiple=True, metavar="NAME=PORT", help="Fixed port (default: free ports).")
 @click.option("--server-option", "server_options", multiple=True, metavar="KEY=VALUE")
 @click.option("--keep-data", is_flag=True, help="Start on the instance's existing data dir.")
@@ -560,7 +630,7 @@ def servers_start(kind, name, ports, server_options, keep_data) -> None:
 
 
 @servers_cmd.command("stop")
-@click.argument("names", nargs=-1)
+@click.argument("names", nargs=-1, callback=_valid_names)
 @click.option("--all", "all_", is_flag=True, help="Stop every server tsbench started.")
 def servers_stop(names, all_) -> None:
     """Stop servers by instance name (SIGTERM to the recorded pid)."""
@@ -593,26 +663,122 @@ def servers_list() -> None:
         click.echo(f"{st.name}\t{st.kind}\t{st.version}\tpid {st.pid}\t{alive}\t{st.url}\t{st.datadir}")
 
 
+@cli.command("verify")
+@click.argument("datafile")
+@click.option("--target", "-t", "target_name", required=True,
+              help="Database (list them with: python -m tsbench targets).")
+@click.option("--server", "-s", required=True, help="The URL of the server holding the data (or a path for duckdb).")
+@click.option("--option", "-O", "options", multiple=True, metavar="KEY=VALUE",
+              help="Target option, repeatable, as given to load (database, schema, tags ...).")
+@click.option("--check-data", is_flag=True, help="Check the data file's sha256 against its manifest first.")
+@click.option("--json", "json_out", default=None, help="Write the per-table figures here.")
+def verify_cmd(datafile, target_name, server, options, check_data, json_out) -> int:
+    """Recount what a database holds against the data file it was loaded from, per
+    table: exit 0 if every table holds exactly what the file has, 1 if any differs.
+
+    \b
+    Example:
+      python -m tsbench verify devops.csv --target postgres --server postgresql://u@127.0.0.1:5432/tsbench
+    """
+    import asyncio
+
+    from . import session
+    from .datafile import open_datafile
+    from .verify import all_equal, render, verify
+
+    if server == "local":
+        raise UserError("verify --server: give the URL (or duckdb path) of the database holding the data; "
+                        "local would start an empty one")
+    df = open_datafile(datafile, check_data=check_data)
+    reach = session.Reach(target_name, server, _params(options, "--option"))
+
+    async def go():
+        async with session.open_target(reach, announce=False) as c:
+            return await verify(c, df)
+
+    rows = asyncio.run(go())
+    if json_out:
+        _write_json(json_out, {"data_file": str(df.path), "target": target_name, "ok": all_equal(rows),
+                               "tables": rows})
+    click.echo(render(rows))
+    bad = [r for r in rows if r["difference"]]
+    click.echo(f"verify: {len(bad)} of {len(rows)} tables differ" if bad else
+               f"verify: all {len(rows)} tables hold what {df.path.name} has", err=True)
+    return 1 if bad else 0
+
+
 def main(argv: list[str] | None = None) -> None:
+    """The entry point. Exit codes: 0 done; 2 bad input or an unusable environment (one
+    line naming the option, or the file and line); 3 a missing optional dependency; 70 an
+    internal error (one line, the trace in a log file); 130 interrupted (Ctrl-C), 143
+    terminated (SIGTERM: handled like Ctrl-C, so a local server is stopped either way); a
+    command may return its own (1: what was checked differs). Every line is masked."""
+    from . import signals
+
     try:
-        rc = cli.main(args=argv, prog_name="tsbench", standalone_mode=False)
-    except UserError as exc:
-        click.echo(f"tsbench: error: {exc}", err=True)
-        sys.exit(2)
-    except click.exceptions.NoSuchOption as exc:
-        click.echo(f"tsbench: error: {exc.format_message()}", err=True)
-        sys.exit(2)
-    except click.ClickException as exc:
-        click.echo(f"tsbench: error: {exc.format_message()}", err=True)
-        sys.exit(exc.exit_code)
-    except ImportError as exc:
-        if not str(exc).startswith("tsbench:"):
-            raise
-        click.echo(str(exc), err=True)
-        sys.exit(3)
-    except click.exceptions.Abort:
-        sys.exit(130)
+        with signals.as_interrupt() as caught:
+            rc = cli.main(args=argv, prog_name="tsbench", standalone_mode=False)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        name = caught.name or "SIGINT"
+        _say(f"tsbench: interrupted ({name})")
+        sys.exit(signals.EXIT_CODES[name])
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(0)
+    except Exception as exc:          # noqa: BLE001 - every error ends as one line
+        code, line = _failure(exc)
+        _say(line)
+        sys.exit(code)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+INTERNAL_ERROR = 70          # EX_SOFTWARE: a bug of tsbench's
+
+
+def _say(line: str) -> None:
+    from .secrets import mask
+
+    click.echo(mask(line), err=True)
+
+
+def _failure(exc: Exception) -> tuple[int, str]:
+    """The exit code and the one line for an exception that reached main()."""
+    if isinstance(exc, UserError):
+        return 2, f"tsbench: error: {exc}"
+    if isinstance(exc, click.ClickException):
+        return exc.exit_code, f"tsbench: error: {exc.format_message()}"
+    if isinstance(exc, ImportError) and str(exc).startswith("tsbench:"):
+        return 3, str(exc)
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return 2, f"tsbench: error: {exc.filename}: {exc.strerror or exc}"
+    msg = " ".join(str(exc).split())
+    return INTERNAL_ERROR, f"tsbench: internal error: {type(exc).__name__}: {msg}, details in {_crash_log(exc)}"
+
+
+def _crash_log(exc: Exception) -> str:
+    """The trace of exc, masked, in a new file under $TSBENCH_HOME/logs (else the temp
+    dir); its path."""
+    import os
+    import tempfile
+    import time
+    import traceback
+
+    from .secrets import mask
+
+    text = mask(f"tsbench {' '.join(sys.argv[1:])}\n" + "".join(traceback.format_exception(exc)))
+    dirs = [pathlib.Path(tempfile.gettempdir()) / "tsbench-logs"]
+    try:
+        from .databases.server import home
+
+        dirs.insert(0, home() / "logs")
+    except Exception:                 # noqa: BLE001 - an unusable home: the temp dir
+        pass
+    for d in dirs:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            f = d / f"internal-error-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
+            f.write_text(text)
+            return str(f)
+        except OSError:
+            continue
+    return "(no writable log directory)"

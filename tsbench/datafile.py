@@ -3,6 +3,7 @@ manifest (format, rows, values, spec) and the tables a target must create."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pathlib
 from dataclasses import dataclass
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 from .dataset import Dataset, resolve, spec_of
 from .errors import UserError
 from .model import Column, Table, Tables
+
+CHUNK = 1 << 20      # bytes hashed at a time by check_sha256
 
 
 def tables_of(ds: Dataset, rows: int, values: int) -> Tables:
@@ -52,8 +55,9 @@ class DataFile:
         return tables_of(self.dataset, self.rows, self.values)
 
 
-def open_datafile(path: str | pathlib.Path) -> DataFile:
-    """The data file and its manifest FILE.manifest.json (written by generate)."""
+def open_datafile(path: str | pathlib.Path, check_data: bool = False) -> DataFile:
+    """The data file and its manifest FILE.manifest.json (written by generate); the
+    file's size is checked against the manifest, and its sha256 too with check_data."""
     p = pathlib.Path(path)
     if not p.is_file():
         raise UserError(f"{p}: no such data file (make one with: python -m tsbench generate -o {p})")
@@ -71,4 +75,32 @@ def open_datafile(path: str | pathlib.Path) -> DataFile:
             manifest[k]
     except (KeyError, TypeError) as exc:
         raise UserError(f"{mpath}: missing {exc} (regenerate the file)") from None
+    check_size(p, manifest)
+    if check_data:
+        check_sha256(p, manifest)
     return DataFile(p, manifest, resolve(spec))
+
+
+def check_size(p: pathlib.Path, manifest: dict) -> None:
+    """The file's size is the one its manifest records (file_bytes; bytes if uncompressed)."""
+    want = manifest.get("file_bytes")
+    if want is None and (manifest.get("compression") or "none") == "none":
+        want = manifest["bytes"]
+    have = p.stat().st_size
+    if want is not None and have != want:
+        raise UserError(f"{p}: {have:,} bytes, but its manifest says {want:,}: the file was truncated or "
+                        f"changed since it was generated; regenerate it")
+
+
+def check_sha256(p: pathlib.Path, manifest: dict) -> None:
+    """The file's sha256 is the one its manifest records (--check-data)."""
+    want = manifest.get("sha256")
+    if not want:
+        raise UserError(f"{p}: its manifest records no sha256 to check; regenerate the file")
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+    if h.hexdigest() != want:
+        raise UserError(f"{p}: sha256 {h.hexdigest()[:16]}..., but its manifest says {want[:16]}...: the file "
+                        f"was changed since it was generated; regenerate it")

@@ -32,6 +32,7 @@ from .databases.target import Target
 from .errors import Fatal, Retryable, Unsupported, UserError
 from .queries.base import Answer, QuerySpec
 from .queries.compare import DEFAULT_REL_TOL, compare
+from .watch import watchdog
 
 PERCENTILES = (50, 90, 95, 99, 99.9)
 
@@ -49,6 +50,8 @@ class ExecOptions:
     print_responses: bool = False
     max_rows: int = 20               # --print-responses: rows shown of each answer
     keep_bytes: int = 256 << 20      # raw answers kept in the timed pass before an untimed check
+    query_timeout: float = 60.0      # seconds a query may take; then it is recorded as that query's error
+    stall_seconds: float = 120.0     # seconds with no query answered before the execute fails
     progress: bool = True
 
     def check(self) -> None:
@@ -60,6 +63,10 @@ class ExecOptions:
             raise UserError(f"--rate: must be positive, got {self.rate}")
         if self.max_rows < 0:
             raise UserError(f"--max-rows: must be at least 0, got {self.max_rows}")
+        if self.query_timeout <= 0:
+            raise UserError(f"--query-timeout: must be positive seconds, got {self.query_timeout:g}")
+        if self.stall_seconds <= 0:
+            raise UserError(f"--stall-timeout: must be positive seconds, got {self.stall_seconds:g}")
         if self.cache not in ("warm", "cold", "cold-query", "none"):
             raise UserError(f"--cache: warm, cold or cold-query, got {self.cache!r}")
 
@@ -162,11 +169,13 @@ async def execute(target: Target, specs: list[QuerySpec], opts: ExecOptions, ref
     if not ex.render(specs):
         return ex.res
     await target.prepare(opts.workers)
-    if opts.burn_in:
-        await ex.run_pass(ex.plan(opts.burn_in), False, None, None)
-    if opts.cache == "warm":
-        await ex.run_pass(ex.runnable, False, None, None)
-    await ex.measured(server)
+    async with watchdog(f"queries on {ex.res.target}", progress=lambda: ex.answered,
+                        stall_seconds=opts.stall_seconds):
+        if opts.burn_in:
+            await ex.run_pass(ex.plan(opts.burn_in), False, None, None)
+        if opts.cache == "warm":
+            await ex.run_pass(ex.runnable, False, None, None)
+        await ex.measured(server)
     ex.summarize()
     return ex.res
 
@@ -203,6 +212,7 @@ class _Execution:
         self.paused = 0.0                                 # seconds of untimed checks between passes
         self.verdicts: dict[tuple[int, str], str | None] = {}   # (id, digest) -> None or the diff
         self.shown: set[int] = set()
+        self.answered = 0                                 # queries answered (stall watch)
         digits = target.float_digits
         self.rel_tol = opts.rel_tol or (10.0 ** (1 - digits) if digits else DEFAULT_REL_TOL)
 
@@ -295,12 +305,17 @@ class _Execution:
                "valid": None, "empty": None, "answer_digest": None}
         queued = 0.0 if sched is None else start - sched
         try:
-            ans = await self.target.query(self.natives[s.id])
+            async with asyncio.timeout(self.opts.query_timeout):
+                ans = await self.target.query(self.natives[s.id])
+            self.answered += 1
             rec.update(ttfb=ans.ttfb, bytes=ans.nbytes, client_s=ans.client_s, connect_s=ans.connect_s,
                        latency=queued + ans.seconds)
-        except (Fatal, Retryable) as exc:
+        except (Fatal, Retryable, TimeoutError) as exc:
             ans = None
-            rec.update(status="error", error=str(exc)[:1000], latency=queued + time.perf_counter() - start)
+            self.answered += not isinstance(exc, TimeoutError)     # the server's refusal is an answer
+            why = (f"no answer within {self.opts.query_timeout:g} s (--query-timeout)"
+                   if isinstance(exc, TimeoutError) else str(exc)[:1000])
+            rec.update(status="error", error=why, latency=queued + time.perf_counter() - start)
         if not record:
             return
         self.res.records.append(rec)

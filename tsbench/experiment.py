@@ -25,14 +25,34 @@ import json
 import pathlib
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from .errors import UserError, yaml_error
+from . import secrets, yamlfile
+from .errors import UserError
 
-PHASES = ("generate", "load", "queries", "execute", "validate")
+PHASES = ("generate", "load", "queries", "execute", "validate")     # the default
+Phase = Literal["generate", "load", "verify", "queries", "execute", "validate"]   # verify: per-table recount
+NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def name_problem(name: str) -> str | None:
+    """Why a name used in paths (experiment, dataset, target, server instance) is refused, else None."""
+    if not NAME.fullmatch(name) or name in (".", ".."):
+        return f"{name!r} is not a valid name (letters, digits, '.', '_' and '-' only, not '.' or '..')"
+    return None
+
+
+def _name(v: str) -> str:
+    problem = name_problem(v)
+    if problem:
+        raise ValueError(problem)
+    return v
+
+
+Name = Annotated[str, AfterValidator(_name)]
 
 
 class _Strict(BaseModel):
@@ -61,6 +81,7 @@ class LoadDecl(_Strict):
     workers: int = Field(4, ge=1)
     batch_size: int = Field(10_000, ge=1)
     processes: int = Field(1, ge=1)
+    stall_timeout: float = Field(120.0, gt=0)     # seconds with no batch answered before the cell fails
 
 
 class QueriesDecl(_Strict):
@@ -75,6 +96,8 @@ class ExecuteDecl(_Strict):
     count: int | None = Field(None, ge=1)
     burn_in: int = Field(0, ge=0)
     cache: Literal["warm", "cold", "cold-query"] = "warm"
+    query_timeout: float = Field(60.0, gt=0)      # seconds a query may take (then: that query's error)
+    stall_timeout: float = Field(120.0, gt=0)     # seconds with no query answered before the cell fails
 
 
 SECTIONS = {"dataset": DatasetDecl, "target": TargetDecl, "load": LoadDecl, "queries": QueriesDecl,
@@ -103,11 +126,11 @@ class Experiment(_Strict):
 
     _cells: list[Cell] | None = PrivateAttr(None)     # set by load_experiment
 
-    name: str
+    name: Name
     description: str = ""
-    datasets: dict[str, DatasetDecl]
-    targets: dict[str, TargetDecl]
-    phases: list[Literal["generate", "load", "queries", "execute", "validate"]] = list(PHASES)
+    datasets: dict[Name, DatasetDecl]
+    targets: dict[Name, TargetDecl]
+    phases: list[Phase] = list(PHASES)
     load: LoadDecl = LoadDecl()
     queries: QueriesDecl = QueriesDecl()
     execute: ExecuteDecl = ExecuteDecl()
@@ -168,11 +191,9 @@ def load_experiment(path: str | pathlib.Path) -> Experiment:
         text = p.read_text()
     except FileNotFoundError:
         raise UserError(f"{p}: no such experiment file") from None
-    try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise yaml_error(p, exc) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{p}: cannot read the experiment file ({getattr(exc, 'strerror', None) or exc})") from None
+    data, node = yamlfile.parse(text, p)
     if not isinstance(data, dict):
         raise UserError(f"{p}: an experiment file is a mapping (name:, datasets:, targets:, ...)")
     lines = _lines(node) if node is not None else {}
@@ -186,6 +207,7 @@ def load_experiment(path: str | pathlib.Path) -> Experiment:
                                 f"no such file {str(f)!r} (a relative path is taken from the experiment file's folder)")
             d.schema_file = str(f.resolve())
     exp._cells = _expand(exp, _Source(str(p), lines))
+    _check_patterns(p, exp, lines)      # after the values: an entry that would match nothing
     return exp
 
 
@@ -197,8 +219,8 @@ def _validate(p: pathlib.Path, data: dict, lines: dict) -> Experiment:
         e = exc.errors()[0]
         loc = tuple(e["loc"])
         line = next((lines[loc[:k]] for k in range(len(loc), 0, -1) if loc[:k] in lines), None)
-        field = ".".join(str(x) for x in loc) or "(top)"
-        msg = e["msg"]
+        field = ".".join(str(x) for x in loc if x != "[key]") or "(top)"
+        msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             parent = _model_at(loc[:-1])
             allowed = ", ".join(parent.model_fields) if parent else ""
@@ -244,11 +266,23 @@ def _check_names(p: pathlib.Path, exp: Experiment, lines: dict) -> None:
             if v not in decls:
                 raise UserError(f"{p}:{lines.get(('matrix', name_key), 1)}: matrix.{name_key}: {v!r} is not "
                                 f"declared under {name_key}s: (declared: {', '.join(decls)})")
+
+
+def _check_patterns(p: pathlib.Path, exp: Experiment, lines: dict) -> None:
+    """exclude: and query_cells: entries name matrix keys and values (else they would match nothing)."""
+    axes = {"dataset": list(exp.datasets), "target": list(exp.targets), **exp.matrix}
     for key in ("exclude", "query_cells"):
         for i, ex in enumerate(getattr(exp, key)):
-            for k in ex:
+            for k, v in ex.items():
+                where = f"{p}:{lines.get((key, i, k), lines.get((key, i), 1))}: {key}[{i}].{k}"
                 if not _known_knob(k):
-                    raise UserError(f"{p}:{lines.get((key, i), 1)}: {key}[{i}].{k}: unknown knob")
+                    raise UserError(f"{where}: unknown knob")
+                if k not in axes:
+                    raise UserError(f"{where}: not a key of the matrix (matrix: {', '.join(exp.matrix) or 'none'})")
+                if v not in axes[k]:
+                    what = f"declared {k}s" if k in ("dataset", "target") and k not in exp.matrix else "its values"
+                    raise UserError(f"{where}: {v!r} is not among {what} "
+                                    f"({', '.join(map(str, axes[k]))}); this entry would match nothing")
 
 
 def _known_knob(k: str) -> bool:
@@ -295,6 +329,7 @@ def _expand(exp: Experiment, src: _Source) -> list[Cell]:
             continue
         settings = _settings(exp, knobs, src)
         _check_cell_target(settings["target"], knobs, src, checked)
+        _check_cell_dataset(settings["dataset"], knobs, src, checked)
         here = not exp.query_cells or any(_matches(knobs, m) for m in exp.query_cells)
         for rep in range(exp.repetitions):
             out.append(Cell(id=len(out), dataset_name=knobs["dataset"], target_name=knobs["target"],
@@ -352,7 +387,7 @@ def _target_problem(t: TargetDecl) -> tuple[str, str | None, str] | None:
 
     cls = target_class(t.target)
     try:
-        cls.parse_options(t.options)
+        cls.parse_options(secrets.resolve_env(t.options, f"target {t.target}"))
     except UserError as exc:
         return "options", _named_key(str(exc), t.options), str(exc)
     if cls.server_kind is not None and t.server == "local":
@@ -400,6 +435,38 @@ def _check_cell_target(t: TargetDecl, knobs: dict, src: _Source, checked: set[st
     if k not in knobs:      # no knob of this section: the declaration itself (checked before; kept safe)
         raise src.error(("targets", knobs["target"], section), f"targets.{knobs['target']}.{section}", msg)
     raise src.error(("matrix", k), f"matrix.{k}", f"{knobs[k]!r}: {msg}")
+
+
+def _dataset_problem(d: DatasetDecl) -> str | None:
+    """Why a dataset cannot be generated (use case, scale, times, parameters, schema, empty), else None."""
+    from .dataset import DatasetSpec, resolve
+    from .generate import check_nonempty
+
+    try:
+        check_nonempty(resolve(DatasetSpec(**d.model_dump())))
+    except UserError as exc:
+        return str(exc)
+    return None
+
+
+def _check_cell_dataset(d: DatasetDecl, knobs: dict, src: _Source, checked: set[str]) -> None:
+    """A cell's dataset as generate would resolve it, blamed on the matrix key that set
+    the bad value (the message names it as an option: --scale, --param KEY), else on
+    the dataset's declaration."""
+    sig = "dataset " + d.model_dump_json()
+    if sig in checked:
+        return
+    checked.add(sig)
+    msg = _dataset_problem(d)
+    if msg is None:
+        return
+    for k in (k for k in knobs if k.startswith("dataset.")):
+        leaf = k.split(".", 1)[1]
+        option = f"--param {leaf[7:]}" if leaf.startswith("params.") else "--" + leaf.replace("_", "-")
+        if msg.startswith(option + ":"):
+            raise src.error(("matrix", k), f"matrix.{k}", f"{knobs[k]!r}: {msg}")
+    name = knobs["dataset"]
+    raise src.error(("datasets", name), f"datasets.{name}", msg)
 
 
 def describe_cell(c: Cell) -> str:

@@ -78,6 +78,7 @@ class Sink:
         self.sha = hashlib.sha256() if self.regular else None
         self.file_bytes = 0
         self.data_bytes = 0
+        self.failed = False
         self.compression = compression
         if compression == "gzip":
             self._z = gzip.GzipFile(fileobj=self, mode="wb", compresslevel=6, mtime=0)
@@ -92,7 +93,12 @@ class Sink:
     def write(self, b) -> int:
         if self.sha is not None:
             self.sha.update(b)
-        self.raw.write(b)
+        try:
+            self.raw.write(b)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise self._error(exc) from None
         n = len(b)
         self.file_bytes += n
         return n
@@ -108,11 +114,27 @@ class Sink:
             self.write(data)
 
     def close(self) -> None:
-        if self._z is not None:
-            self._z.close()   # ends the gzip member / zstd frame; the file itself is closed below
-        self.raw.flush()
-        if not self.to_stdout:
-            self.raw.close()
+        try:
+            if self._z is not None:
+                self._z.close()   # ends the gzip member / zstd frame; the file itself is closed below
+            self.raw.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            if not self.failed:
+                raise self._error(exc) from None
+        finally:
+            if not self.to_stdout:
+                try:
+                    self.raw.close()
+                except OSError:
+                    pass               # the flush above said why
+
+    def _error(self, exc: OSError) -> UserError:
+        """A failed write (a full disk, /dev/full, an I/O error) as one line naming the output."""
+        self.failed = True
+        where = "stdout" if self.to_stdout else repr(self.path)
+        return UserError(f"--output: cannot write {where}: {exc.strerror or exc}")
 
 
 def compression_for(path: str, compress: str | None) -> str:
@@ -192,7 +214,12 @@ def _worker_main(ds: Dataset, fmt: str, lo: int, hi: int, slots, conn) -> None:
             free.append(conn.recv())
         k = free.popleft()
         data, marks = slots[k]
-        r = sim.fill(fmt, memoryview(data), np.frombuffer(marks, dtype=np.int64))
+        try:
+            r = sim.fill(fmt, memoryview(data), np.frombuffer(marks, dtype=np.int64))
+        except UserError as exc:          # a non-finite value (native.NonFiniteError): the parent raises it
+            conn.send(exc)
+            conn.close()
+            return
         conn.send((k, r))
         if r.done:
             conn.close()
@@ -221,9 +248,12 @@ def _feed_next(w: _Worker, i: int, merger: Merger, tot: Totals) -> None:
     if w.held is not None:
         _release(w, w.held)
     try:
-        k, fill = w.conn.recv()
+        msg = w.conn.recv()
     except EOFError:
         raise RuntimeError(f"a generator process died (exit code {w.proc.exitcode})") from None
+    if isinstance(msg, UserError):
+        raise msg
+    k, fill = msg
     w.held = k
     tot.add(fill.rows, fill.values, 0)
     data, marks = w.slots[k]
@@ -326,8 +356,17 @@ def _one_group(args) -> dict | None:
     return generate_file(ds, fmt, path, compression, group, groups, 1, False)
 
 
+def check_nonempty(ds: Dataset) -> None:
+    """An empty dataset is refused: it would load, query and verify nothing."""
+    if ds.epochs < 1:
+        raise UserError("--end: equals --start: the dataset would be empty (the end is exclusive)")
+    if ds.entities < 1:
+        raise UserError("--scale: the dataset would have no entity")
+
+
 def generate(ds: Dataset, fmt: str, output: str, compress: str | None = None, group: int | None = None,
              groups: int = 1, processes: int = 1, show_progress: bool = True) -> list[dict | None]:
+    check_nonempty(ds)
     if fmt not in FORMATS:
         raise UserError(f"--format: unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     if groups < 1:

@@ -26,9 +26,11 @@ from .databases.server import allocated_bytes
 from .databases.target import Target
 from .errors import Fatal, Retryable
 from .model import Tables
+from .watch import Stalled, bounded, watchdog
 
 # shared counters, one row per process: rows, values, bytes, batches, backoffs, backoff_us
 N_COUNTERS = 6
+COMPACT_STALLS = 10          # compaction may take this many --stall-timeout bounds
 
 
 class LoadError(UserError):
@@ -46,6 +48,7 @@ class LoadOptions:
     backoff_base: float = 0.05      # seconds, doubled per consecutive push-back of a batch
     backoff_cap: float = 5.0
     give_up_after: float = 300.0    # seconds of push-back on one batch before failing
+    stall_seconds: float = 120.0    # seconds with no batch answered (acknowledged or pushed back) before failing
     progress: bool = True
 
     def check(self) -> None:
@@ -55,6 +58,8 @@ class LoadOptions:
             raise UserError(f"--batch-size: must be at least 1 row, got {self.batch_size}")
         if self.processes < 1:
             raise UserError(f"--processes: must be at least 1, got {self.processes}")
+        if self.stall_seconds <= 0:
+            raise UserError(f"--stall-timeout: must be positive seconds, got {self.stall_seconds:g}")
 
 
 @dataclass
@@ -266,7 +271,7 @@ async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | N
     res = LoadResult(cls.name, target.url, count_unit=cls.count_unit,
                      expected=df.rows if cls.count_unit == "rows" else df.values)
     try:
-        await target.create(tables, opts.if_exists)
+        await bounded(f"create in {cls.name}", opts.stall_seconds, target.create(tables, opts.if_exists))
         await _timed(target, df, tables, opts, res, server_pids)
         await _settle(target, tables, opts, res, datadir)
     except LoadError as exc:
@@ -291,13 +296,17 @@ async def _timed(target: Target, df: DataFile, tables: Tables, opts: LoadOptions
     sampler = _Sampler(counters, opts.processes, df.rows, f"load {res.target}", opts.progress)
     cpu0, cpuc0, scpu0 = _cpu_self(), _cpu_children(), _cpu_of(server_pids)
     ticker = asyncio.create_task(sampler.run())
+    answered = _answered(counters, opts.processes)
     try:
-        if opts.processes == 1:
-            layout = csv_layout(tables) if df.format == "csv" else None
-            await _pump(target, BatchReader(df.path, df.format, opts.batch_size, df.compression, layout),
-                        opts, counters, 0)
-        else:
-            await _load_processes(target, df, tables, opts, counters)
+        async with watchdog(f"load into {res.target}", progress=answered, stall_seconds=opts.stall_seconds):
+            if opts.processes == 1:
+                layout = csv_layout(tables) if df.format == "csv" else None
+                await _pump(target, BatchReader(df.path, df.format, opts.batch_size, df.compression, layout),
+                            opts, counters, 0)
+            else:
+                await _load_processes(target, df, tables, opts, counters)
+    except Stalled:
+        raise
     except BaseException as exc:
         e = _first_error(exc)
         if isinstance(e, (Fatal, Retryable, LoadError)):
@@ -316,23 +325,45 @@ async def _timed(target: Target, df: DataFile, tables: Tables, opts: LoadOptions
         res.backoff_seconds = us / 1e6
 
 
+def _answered(counters, processes: int):
+    """Batches the server answered so far, acknowledged or pushed back (the stall measure)."""
+    def count() -> int:
+        return sum(counters[k * N_COUNTERS + 3] + counters[k * N_COUNTERS + 4] for k in range(processes))
+    return count
+
+
 async def _settle(target: Target, tables: Tables, opts: LoadOptions, res: LoadResult, datadir: str | None) -> None:
-    """Untimed: flush, verify the count, compact, and measure the disk figures."""
-    await target.flush()
+    """Untimed: flush, verify the count, compact, and measure the disk figures; each step
+    bounded (compaction by COMPACT_STALLS stall bounds)."""
+    what, bound = f"{res.target}", opts.stall_seconds
+    await bounded(f"flush of {what}", bound, target.flush())
     if opts.verify:
-        res.counted = await target.count(tables)
+        res.counted = await bounded(f"count in {what}", bound + type(target).settle_seconds,
+                                    _count_settled(target, tables, res.expected))
         res.verified = res.counted == res.expected
         if not res.verified:
             raise LoadError(f"verify failed: {res.target} holds {res.counted:,} {res.count_unit}, "
                             f"the data file has {res.expected:,}")
     if opts.compact:
         t = time.perf_counter()
-        await target.compact()
+        await bounded(f"compaction of {what}", COMPACT_STALLS * bound, target.compact())
         res.compact_seconds = time.perf_counter() - t
-    res.disk = await target.disk_bytes()
+    res.disk = await bounded(f"disk figures of {what}", bound, target.disk_bytes())
     res.own_disk_bytes = res.disk.get(type(target).own_disk_figure) if type(target).own_disk_figure else None
     if datadir:
         res.datadir_bytes = res.disk["datadir_allocated_bytes"] = allocated_bytes(datadir)
+
+
+async def _count_settled(target: Target, tables: Tables, expected: int) -> int:
+    """The count, taken again (after a flush) while it falls short, for up to the target's
+    settle_seconds: some stores make acknowledged data searchable a moment later."""
+    deadline = time.monotonic() + type(target).settle_seconds
+    counted = await target.count(tables)
+    while counted < expected and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        await target.flush()
+        counted = await target.count(tables)
+    return counted
 
 
 async def _load_processes(target: Target, df: DataFile, tables: Tables, opts: LoadOptions, counters) -> None:

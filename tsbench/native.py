@@ -50,6 +50,11 @@ def _check_build() -> None:
 _check_build()
 
 _ERRORS = {-1: "bad argument", -2: "out of memory", -3: "buffer too small for one record"}
+ERR_VALUE = -5   # TS_ERR_VALUE: a written value is +/-Inf or NaN
+
+
+class NonFiniteError(UserError):
+    """A field's value is +Inf, -Inf or NaN: the generator stops rather than write it."""
 
 
 def _check(rc: int, what: str) -> None:
@@ -122,6 +127,7 @@ class Simulator:
             raise UserError(f"schema rejected by the C core: {ffi.string(err).decode()}")
         self._sim = ffi.gc(sim, lib.ts_sim_free)
         self._res = ffi.new("ts_fill_result *")
+        self._compiled, self._start_ns, self._interval_ns = compiled, start_ns, interval_ns
         self.n_series = len(compiled.series)
         self.max_tags = max(compiled.n_entity_tags + s[4] for s in compiled.series)
 
@@ -136,8 +142,25 @@ class Simulator:
             cm, mcap = ffi.NULL, 0
         else:
             cm, mcap = ffi.cast("int64_t *", marks.ctypes.data), len(marks)
-        _check(lib.ts_sim_fill(self._sim, FORMATS[fmt], cbuf, len(cbuf), cm, mcap, self._res), "fill")
+        self._check_fill(lib.ts_sim_fill(self._sim, FORMATS[fmt], cbuf, len(cbuf), cm, mcap, self._res), "fill")
         return _fill(self._res)
+
+    def _check_fill(self, rc: int, what: str) -> None:
+        if rc == ERR_VALUE:
+            raise NonFiniteError(self._nonfinite(int(self._res.bad_field), int(self._res.bad_time)))
+        _check(rc, what)
+
+    def _nonfinite(self, f: int, time_ns: int) -> str:
+        """One line naming the field (measurement.field), the tick and its timestamp."""
+        from .timeutil import format_time
+
+        c = self._compiled
+        text = c.strtab.split(b"\0")
+        series = next(se for se in c.series if se[1] <= f < se[1] + se[2])
+        name = f"{text[series[0]].decode()}.{text[c.fields[f]['name']].decode()}"
+        tick = (time_ns - self._start_ns) // self._interval_ns
+        return (f"field {name} is not finite (+Inf, -Inf or NaN) at tick {tick} ({format_time(time_ns)}); "
+                f"fix its evolution in the schema (a ratio over 0, a walk that overflows)")
 
     def fill_columns(self, cap: int, width: int) -> tuple[Fill, dict[str, np.ndarray]]:
         """Up to `cap` records as columns: time (ns), entity, series, null_tag,
@@ -154,7 +177,7 @@ class Simulator:
         c.delay = ffi.cast("int32_t *", cols["delay"].ctypes.data)
         c.values = ffi.cast("double *", cols["values"].ctypes.data)
         c.width = width
-        _check(lib.ts_sim_fill_columns(self._sim, c, cap, self._res), "fill_columns")
+        self._check_fill(lib.ts_sim_fill_columns(self._sim, c, cap, self._res), "fill_columns")
         res = _fill(self._res)
         return res, {k: v[: res.rows] for k, v in cols.items()}
 

@@ -14,6 +14,7 @@ import json
 import math
 import pathlib
 
+from . import secrets
 from .errors import UserError
 
 TABLES = ("cells", "load", "queries", "resources")
@@ -26,11 +27,11 @@ def read_run(run_dir: str | pathlib.Path) -> tuple[dict, dict]:
     d = pathlib.Path(run_dir)
     if not (d / "manifest.json").is_file():
         raise UserError(f"{d}: not a run folder (no manifest.json; runs are in results/<experiment>/<run-id>/)")
-    manifest = json.loads((d / "manifest.json").read_text())
+    manifest = secrets.mask_deep(_manifest(d / "manifest.json"))
     frames = {}
     for name in TABLES:
         p = d / f"{name}.parquet"
-        frames[name] = pd.read_parquet(p) if p.is_file() else pd.DataFrame()
+        frames[name] = _masked(_parquet(p)) if p.is_file() else pd.DataFrame()
     cells = frames["cells"]
     if not cells.empty:                  # what sets a cell apart, for labels: its knobs (and dataset)
         several = cells["dataset"].nunique() > 1
@@ -38,6 +39,34 @@ def read_run(run_dir: str | pathlib.Path) -> tuple[dict, dict]:
             " ".join(([f"dataset={c.dataset}"] if several else []) + ([_knobs(c)] if _knobs(c) else []))
             for c in cells.itertuples()])
     return frames, manifest
+
+
+def _masked(frame):
+    """frame with every string masked (secrets.py), in case a writer let a secret through."""
+    for col in frame.select_dtypes(include=["object", "string"]).columns:
+        frame[col] = frame[col].map(secrets.mask_deep, na_action="ignore")
+    return frame
+
+
+def _manifest(p: pathlib.Path) -> dict:
+    """A run's manifest.json; a corrupt one is a UserError."""
+    try:
+        manifest = json.loads(p.read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{p}: not a readable run manifest ({exc})") from None
+    if not isinstance(manifest, dict):
+        raise UserError(f"{p}: not a run manifest (a JSON object)")
+    return manifest
+
+
+def _parquet(p: pathlib.Path):
+    """A run's parquet table; a corrupt or truncated one is a UserError."""
+    import pandas as pd
+
+    try:
+        return pd.read_parquet(p)
+    except Exception as exc:         # pyarrow's errors (ArrowInvalid, OSError) share no base of their own
+        raise UserError(f"{p}: not a readable parquet table ({type(exc).__name__}: {exc})") from None
 
 
 def _settings(cell) -> str:
@@ -421,5 +450,10 @@ def text_summary(run_dir: str | pathlib.Path) -> str:
 
 def write_report(run_dir: str | pathlib.Path, out: str | pathlib.Path | None = None) -> pathlib.Path:
     path = pathlib.Path(out) if out else pathlib.Path(run_dir) / "report.html"
-    path.write_text(render(run_dir))
+    html = render(run_dir)
+    try:
+        path.write_text(html)
+    except OSError as exc:
+        raise UserError(f"{'--output' if out else 'report'}: cannot write {str(path)!r}: {exc.strerror or exc}") \
+            from None
     return path

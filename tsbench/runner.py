@@ -2,11 +2,12 @@
 generate the dataset (cached by its spec, reused across cells), start a fresh
 server (or reach a URL), load and verify, draw the queries (once per dataset),
 execute and validate. A cell that fails is recorded with the server's words and
-the run goes on; Ctrl-C marks the current cell interrupted and keeps the rest.
+the run goes on; Ctrl-C or SIGTERM marks the current cell interrupted and keeps the rest.
 Results go to results/<experiment>/<run-id>/: manifest.json and parquet tables
 `cells` (one row per cell), `load` (per cell per second), `queries` (per
-execution) and `resources` (per cell per second per role, from the monitor),
-readable without tsbench."""
+execution), `resources` (per cell per second per role, from the monitor) and
+`verify` (per cell per table, with the verify phase), readable without tsbench,
+rewritten as each cell ends."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import sys
 import time
 import traceback
 
-from . import session
+from . import secrets, session, signals
 from .errors import Fatal, Retryable, Unsupported, UserError
 from .execute import ExecOptions, ExecResult
 from .experiment import Cell, Experiment, cells, describe_cell
@@ -106,7 +107,8 @@ class Runner:
         self.load_rows: list[dict] = []
         self.query_rows: list[dict] = []
         self.resource_rows: list[dict] = []
-        self.interrupted = False
+        self.verify_rows: list[dict] = []
+        self.interrupted: str | None = None     # the signal that stopped the run
         self.servers: dict[str, str] = {}
         self.ceilings: dict[str, dict] = {}
         self.datasets: dict[str, dict] = {}
@@ -114,32 +116,47 @@ class Runner:
 
     def say(self, msg: str) -> None:
         if not self.quiet:
-            print(f"tsbench: {msg}", file=sys.stderr, flush=True)
+            print(f"tsbench: {secrets.mask(msg)}", file=sys.stderr, flush=True)
 
     def run(self) -> pathlib.Path:
+        """Every cell in turn, the results rewritten as each ends; SIGINT and SIGTERM stop
+        the run alike (servers stopped, finished cells kept, the current one interrupted)."""
         all_cells = cells(self.exp)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            for c in all_cells:
-                self.say(f"[{c.id + 1}/{len(all_cells)}] {describe_cell(c)}")
-                self._run_cell(c)
-        except KeyboardInterrupt:
-            self.interrupted = True
-            self.say("interrupted: finished cells are kept, the current cell is marked interrupted")
-        finally:
-            self._write()
+        self._write()                           # a readable run folder from the start
+        with signals.as_interrupt() as caught:
+            try:
+                for c in all_cells:
+                    self.say(f"[{c.id + 1}/{len(all_cells)}] {describe_cell(c)}")
+                    self._run_cell(c, caught)
+                    self._write()
+            except KeyboardInterrupt:
+                self.interrupted = caught.name or "SIGINT"
+                self.say(f"interrupted ({self.interrupted}): finished cells are kept, "
+                         f"the current cell is marked interrupted")
+            finally:
+                with signals.deferred():        # a further signal waits for the last write
+                    self._write()
         return self.dir
 
-    def _run_cell(self, c: Cell) -> None:
+    @property
+    def not_ok(self) -> int:
+        """Cells whose status is not ok."""
+        return sum(r["status"] != "ok" for r in self.cell_rows)
+
+    def _run_cell(self, c: Cell, caught) -> None:
         """One cell; any error fails that cell only (the server's words, or ours with a trace)."""
+        from . import databases
+
         row = cell_row(c)
         self.cell_rows.append(row)
         t0 = time.perf_counter()
         try:
-            asyncio.run(self._cell(c, row))
+            df = self._datafile(c, databases.target_class(c.target.target).format)
+            asyncio.run(self._cell(c, row, df))
         except KeyboardInterrupt:
-            row.update(status="interrupted", reason="interrupted by the user (Ctrl-C)")
+            row.update(status="interrupted", reason=f"interrupted by {caught.name or 'SIGINT'}")
             raise
         except (UserError, Fatal, Retryable, Unsupported, OSError, asyncio.TimeoutError) as exc:
             row.update(status="failed", reason=str(exc) or type(exc).__name__)
@@ -169,10 +186,7 @@ class Runner:
                                          "rows": df.rows, "values": df.values}
         return df
 
-    async def _cell(self, c: Cell, row: dict) -> None:
-        from . import databases
-
-        df = self._datafile(c, databases.target_class(c.target.target).format)
+    async def _cell(self, c: Cell, row: dict, df) -> None:
         if self.phases <= {"generate"}:
             return
         if "load" in self.phases:
@@ -187,6 +201,8 @@ class Runner:
                     self.servers[c.target_name] = row["server_version"]
                     if "load" in self.phases:
                         await self._load(c, row, df, conn, mon)
+                    if "verify" in self.phases:
+                        await self._verify(c, row, df, conn)
                     if self.phases & {"queries", "execute", "validate"} and c.queries_here:
                         await self._queries(c, row, df, conn, mon)
             finally:
@@ -198,7 +214,7 @@ class Runner:
         lo = c.load
         self.say(f"load: {df.rows:,} rows, {lo.workers} workers x {lo.batch_size:,}")
         opts = LoadOptions(workers=lo.workers, batch_size=lo.batch_size, processes=lo.processes,
-                           if_exists="drop", progress=not self.quiet)
+                           if_exists="drop", stall_seconds=lo.stall_timeout, progress=not self.quiet)
         try:
             res = await session.load(conn, df, opts)
         except LoadError as exc:
@@ -210,6 +226,19 @@ class Runner:
         self.say(f"loaded in {res.seconds:.1f} s: {row['rows_per_s']:,.0f} rows/s, {row['values_per_s']:,.0f} "
                  f"values/s, {row['mb_per_s']:.1f} MB/s; verified {res.counted:,} {res.count_unit}; "
                  f"disk {(res.datadir_bytes or 0) / 1e6:,.1f} MB")
+
+    async def _verify(self, c: Cell, row: dict, df, conn) -> None:
+        """The per-table recount (the verify phase): every table holds what the data file has."""
+        from .verify import all_equal, verify
+
+        rows = await verify(conn, df)
+        self.verify_rows.extend({"cell": c.id, **r} for r in rows)
+        bad = [r for r in rows if r["difference"]]
+        self.say(f"verify: {len(rows) - len(bad)}/{len(rows)} tables hold what the data file has")
+        if not all_equal(rows):
+            r = bad[0]
+            raise UserError(f"verify: {len(bad)} of {len(rows)} tables differ; first: {r['table']} holds "
+                            f"{r['counted']:,} {r['unit']}, the data file has {r['expected']:,}")
 
     async def _queries(self, c: Cell, row: dict, df, conn, mon: ResourceMonitor) -> None:
         mon.phase = "queries"
@@ -223,7 +252,8 @@ class Runner:
         self.say(f"execute: {len(specs)} queries of {len(names)} types, {ex.workers} workers, {ex.cache} cache"
                  + (", validated" if ref is not None else ""))
         opts = ExecOptions(workers=ex.workers, count=ex.count, burn_in=ex.burn_in, cache=ex.cache,
-                           validate=ref is not None, progress=not self.quiet)
+                           validate=ref is not None, query_timeout=ex.query_timeout,
+                           stall_seconds=ex.stall_timeout, progress=not self.quiet)
         er = await session.run_queries(conn, ds, specs, opts, ref)
         self._record_queries(c, row, er, ref is not None)
 
@@ -239,13 +269,17 @@ class Runner:
             self.query_rows.append({"cell": c.id, **r, "start": round(r["start"] - t0, 6)})
         row.update(query_columns(er))
         bad = [v for v in er.validation if not v["ok"]]
+        errors = [r["error"] for r in er.records if r["status"] != "ok"]
         self.say(f"executed {len(er.records)}: p50 {_ms(row['query_p50_ms'])}, p99 {_ms(row['query_p99_ms'])}, "
                  f"{row['query_errors']} errors"
                  + (f", {row['validated'] - row['mismatches']}/{row['validated']} equal to the reference "
                     f"({row['validated_nonempty']} non-empty; {row['executions_validated']} executions checked)"
                     if validated else "")
                  + (f", unsupported: {', '.join(er.unsupported)}" if er.unsupported else ""))
-        if bad:
+        if errors:
+            row.update(status="failed", reason=f"{len(errors)} of {len(er.records)} queries failed; "
+                                               f"first: {errors[0]}")
+        elif bad:
             row.update(status="failed", reason=f"{len(bad)} answers differ from the reference "
                                                f"({row['executions_mismatched']} executions): "
                                                + bad[0]["diff"].splitlines()[0])
@@ -277,14 +311,20 @@ class Runner:
         from . import __version__
 
         for name, rows in (("cells", self.cell_rows), ("load", self.load_rows), ("queries", self.query_rows),
-                           ("resources", self.resource_rows)):
+                           ("resources", self.resource_rows), ("verify", self.verify_rows)):
             keys = sorted({k for r in rows for k in r}, key=lambda k: (k != "cell", k))
-            table = pa.Table.from_pylist([{k: r.get(k) for k in keys} for r in rows]) if rows else pa.table({})
-            pq.write_table(table, self.dir / f"{name}.parquet")
+            table = pa.Table.from_pylist([secrets.mask_deep({k: r.get(k) for k in keys}) for r in rows]) \
+                if rows else pa.table({})
+            tmp = self.dir / f".{name}.parquet.tmp"
+            pq.write_table(table, tmp)
+            os.replace(tmp, self.dir / f"{name}.parquet")      # never a half-written table
         manifest = {"experiment": self.exp.name, "run_id": self.run_id, "config": self.exp.model_dump(),
                     "tsbench": __version__, "git_revision": _git_revision(), "host": host_facts(),
                     "datasets": self.datasets, "servers": self.servers, "harness_ceiling": self.ceilings,
                     "cells": len(self.cell_rows),
                     "status": {s: sum(r["status"] == s for r in self.cell_rows)
-                               for s in ("ok", "failed", "interrupted")}}
-        (self.dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+                               for s in ("ok", "failed", "interrupted")},
+                    "interrupted_by": self.interrupted or None}
+        tmp = self.dir / ".manifest.json.tmp"
+        tmp.write_text(json.dumps(secrets.mask_deep(manifest), indent=2) + "\n")
+        os.replace(tmp, self.dir / "manifest.json")

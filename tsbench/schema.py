@@ -484,6 +484,7 @@ def _compile_field(f: Field, fi: int, fnames: list[str], se: Series, all_tags: t
         raise UserError(f"{w}: probability {f.prob} is not within [0, 1]")
     if f.decimals is not None and not 0 <= f.decimals <= 15:
         raise UserError(f"{w}: decimals must be within 0..15")
+    _refuse_nonfinite(f, se, w)
     if f.evolution in DERIVED:
         if f.evolution == "linear":
             if not 1 <= len(f.terms) <= 2:
@@ -534,3 +535,34 @@ def _compile_field(f: Field, fi: int, fnames: list[str], se: Series, all_tags: t
         d["tag"], d["table_off"], d["table_len"] = pos, len(table), len(choices)
         table.extend(float(mapping[c]) for c in choices)
     return d
+
+
+def _refuse_nonfinite(f: Field, se: Series, w: str) -> None:
+    """Refuse a field sure to write +/-Inf or NaN: a number that is not finite, or a
+    ratio over a constant that is 0 (for some entity). What depends on the draws (a
+    walk that overflows, a denominator that reaches 0) the generator stops at."""
+    nums = [f.const, f.scale, *(c for c, _ in f.terms), f.init.a, f.init.b, *f.init.values,
+            *(v for _, v in f.init.by_tag)] + ([f.step.a, f.step.b] if f.step else [])
+    bad = next((x for x in nums if not math.isfinite(x)), None)
+    if bad is not None or math.isnan(f.lo) or math.isnan(f.hi):
+        raise UserError(f"{w}: {bad if bad is not None else math.nan} is not a finite number")
+    den = next((x for x in se.fields if f.ratio and x.name == f.ratio[1]), None)
+    if f.evolution == "ratio" and den is not None and den.evolution == "constant" and 0.0 in _constants(den):
+        raise UserError(f"{w}: its denominator {den.name!r} is a constant 0 (for some entities): "
+                        f"every value would be +/-Inf or NaN")
+
+
+def _constants(f: Field) -> set[float]:
+    """The written values a constant field can take (the raw ones when scaled by another field)."""
+    i = f.init
+    raw = {"const": [i.a], "choice": list(i.values), "by_tag": [v for _, v in i.by_tag]}.get(i.kind)
+    if raw is None:                       # uniform or draw: decided by the draws, checked as they are written
+        return set()
+    return set(raw) if f.scale_by is not None else {_written(f, v) for v in raw}
+
+
+def _written(f: Field, v: float) -> float:
+    """v as the simulator writes it: truncated to decimals, then to an integer for type int."""
+    if f.decimals is not None:
+        v = math.trunc(v * 10 ** f.decimals) / 10 ** f.decimals
+    return float(math.trunc(v)) if f.type == "int" else v

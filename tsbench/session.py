@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 
-from . import queries
+from . import queries, secrets
 from .connect import Connection, connect
 from .dataset import Dataset
 from .datafile import DataFile, tables_of
@@ -22,6 +22,7 @@ from .errors import UserError
 from .execute import ExecOptions, ExecResult, execute
 from .load import LoadOptions, LoadResult, load as load_phase
 from .queries.base import QuerySpec
+from .watch import watchdog
 
 FAMILIES = ("devops", "iot", "flux", "relational")
 
@@ -41,8 +42,12 @@ class Reach:
 
 @contextlib.asynccontextmanager
 async def open_target(reach: Reach, announce: bool = True):
-    """A Connection (target, local server, data dir); the local server stops when the block ends."""
-    async with connect(reach.target, reach.server, reach.options, reach.server_options, reach.ports,
+    """A Connection (target, local server, data dir); the local server stops when the block ends.
+    `<name>_env: VAR` options take $VAR, and the URL's password and secret options are
+    registered (secrets.py) before anything connects, so every later message is masked."""
+    options = secrets.resolve_env(reach.options, f"target {reach.target}")
+    secrets.register_target(reach.server, options, reach.server_options)
+    async with connect(reach.target, reach.server, options, reach.server_options, reach.ports,
                        reach.keep_server, name=reach.name, announce=announce) as conn:
         yield conn
 
@@ -58,7 +63,8 @@ async def server_version(conn: Connection) -> str:
 async def load(conn: Connection, df: DataFile, opts: LoadOptions) -> LoadResult:
     """Phase 2 on an open target: create, timed load, verify, compact, disk figures."""
     pids = conn.server.pids() if conn.server else None
-    return await load_phase(conn.target, df, opts, conn.datadir, pids)
+    async with watchdog(f"load into {conn.target.name}", conn.server):     # the local server's end fails it at once
+        return await load_phase(conn.target, df, opts, conn.datadir, pids)
 
 
 def select_types(ds: Dataset, types: list[str], families: list[str]) -> list[str]:
@@ -93,4 +99,5 @@ async def run_queries(conn: Connection, ds: Dataset, specs: list[QuerySpec], opt
                       ref=None) -> ExecResult:
     """Phases 4-5 on an open target holding the dataset: bind to its tables, execute, validate."""
     await conn.target.attach(tables_of(ds, 0, 0))
-    return await execute(conn.target, specs, opts, ref, conn.server)
+    async with watchdog(f"queries on {conn.target.name}", conn.server):
+        return await execute(conn.target, specs, opts, ref, conn.server)

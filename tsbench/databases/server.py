@@ -27,10 +27,28 @@ READY_TIMEOUT = 60.0
 
 
 def home() -> pathlib.Path:
-    """Where tsbench keeps installed binaries and server instances ($TSBENCH_HOME)."""
+    """Where tsbench keeps installed binaries and server instances ($TSBENCH_HOME), made
+    and checked once per process: not a directory or not writable is one UserError."""
     root = os.environ.get("TSBENCH_HOME") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tsbench")
+    if root not in _homes_ok:
+        import tempfile
+
+        what = "TSBENCH_HOME" if os.environ.get("TSBENCH_HOME") else "tsbench's home (set TSBENCH_HOME)"
+        if os.path.exists(root) and not os.path.isdir(root):
+            raise UserError(f"{what}: {root} is not a directory")
+        try:
+            os.makedirs(root, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=".probe-", dir=root)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            raise UserError(f"{what}: {root} is not a writable directory ({exc.strerror or exc})") from None
+        _homes_ok.add(root)
     return pathlib.Path(root)
+
+
+_homes_ok: set[str] = set()
 
 
 def say(msg: str) -> None:
@@ -239,6 +257,20 @@ class Server:
 
     def start(self, fresh: bool = True) -> State:
         """Install if needed, then start with its own config, data dir, ports and log."""
+        self._spawn(self._fresh_ports(fresh))
+        self._until_ready(time.sleep)
+        return self.state
+
+    async def astart(self, fresh: bool = True) -> State:
+        """start() for an event loop: waiting for readiness yields, so a signal's
+        cancellation reaches it (the caller's cleanup then stops the spawned process)."""
+        import asyncio
+
+        self._spawn(self._fresh_ports(fresh))
+        await self._until_ready_async(asyncio.sleep)
+        return self.state
+
+    def _fresh_ports(self, fresh: bool) -> dict[str, int]:
         existing = load_state(self.name)
         if existing and pid_alive(existing.pid):
             raise UserError(f"server {self.name!r} is already running (pid {existing.pid}, {existing.url}); "
@@ -247,11 +279,10 @@ class Server:
         if fresh and self.datadir.exists():
             shutil.rmtree(self.datadir)
         self.datadir.mkdir(parents=True, exist_ok=True)
-        ports = self._pick_ports()
-        self._spawn(ports)
-        return self.state
+        return self._pick_ports()
 
     def _spawn(self, ports: dict[str, int]) -> None:
+        """Start the process; its state is recorded at once (servers list/stop know it while it starts)."""
         self.prepare(self.datadir, ports)
         cmd = self.command(self.datadir, ports)
         self.logfile.parent.mkdir(parents=True, exist_ok=True)
@@ -262,51 +293,67 @@ class Server:
         finally:
             log.close()
         self.state = State(self.kind, self.name, self.proc.pid, pid_start_time(self.proc.pid), ports,
-                           self.url_for(ports), str(self.datadir), str(self.logfile), "", time.time(),
+                           self.url_for(ports), str(self.datadir), str(self.logfile), "starting", time.time(),
                            self.extra_state())
-        self._wait_ready(ports)
-        self.state.version = self.version()
         save_state(self.state)
 
     def extra_state(self) -> dict:
         return {}
 
-    def _wait_ready(self, ports: dict[str, int]) -> None:
+    def _ready_now(self, deadline: float) -> bool:
+        """One readiness check: True when ready; raises if the process died or time is up."""
+        if self.proc.poll() is not None:
+            raise ServerError(f"{self.kind} exited with code {self.proc.returncode} while starting: "
+                              f"{log_tail(self.logfile)} (log: {self.logfile})")
+        try:
+            if self.ready(self.state.ports):
+                self.state.version = self.version()
+                save_state(self.state)
+                return True
+        except Exception:   # not up yet: refused, reset, half-started
+            pass
+        if time.monotonic() > deadline:
+            raise ServerError(f"{self.kind} was not ready after {self.ready_timeout:.0f} s: "
+                              f"{log_tail(self.logfile)} (log: {self.logfile})")
+        return False
+
+    def _until_ready(self, sleep) -> None:
         deadline = time.monotonic() + self.ready_timeout
-        while True:
-            if self.proc.poll() is not None:
-                raise ServerError(f"{self.kind} exited with code {self.proc.returncode} while starting: "
-                                  f"{log_tail(self.logfile)} (log: {self.logfile})")
-            try:
-                if self.ready(ports):
-                    return
-            except Exception:   # not up yet: refused, reset, half-started
-                pass
-            if time.monotonic() > deadline:
-                self._terminate(self.proc.pid)
-                raise ServerError(f"{self.kind} was not ready after {self.ready_timeout:.0f} s: "
-                                  f"{log_tail(self.logfile)} (log: {self.logfile})")
-            time.sleep(0.1)
+        try:
+            while not self._ready_now(deadline):
+                sleep(0.1)
+        except BaseException:          # not ready, died, or interrupted: nothing left running
+            self.stop()
+            raise
+
+    async def _until_ready_async(self, sleep) -> None:
+        deadline = time.monotonic() + self.ready_timeout
+        try:
+            while not self._ready_now(deadline):
+                await sleep(0.1)
+        except BaseException:
+            self.stop()
+            raise
 
     def _terminate(self, pid: int) -> None:
         try:
             os.kill(pid, self.stop_signal)
+            _signal_tree(pid, signal.SIGCONT)   # a stopped (SIGSTOP) server acts on it only once continued
         except ProcessLookupError:
             return
         deadline = time.monotonic() + self.stop_timeout
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.pid == pid:
-                if self.proc.poll() is not None:
-                    return
-            elif not pid_alive(pid):
-                return
-            time.sleep(0.05)
         try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        if self.proc is not None and self.proc.pid == pid:
-            self.proc.wait(10)
+            while time.monotonic() < deadline:
+                if self.proc is not None and self.proc.pid == pid:
+                    if self.proc.poll() is not None:
+                        return
+                elif not pid_alive(pid):
+                    return
+                time.sleep(0.05)
+        except KeyboardInterrupt:      # a second signal while stopping: stop at once, then go on out
+            _kill(pid, self.proc)
+            raise
+        _kill(pid, self.proc)
 
     def stop(self) -> None:
         """SIGTERM to the recorded pid (SIGKILL after stop_timeout); never by name."""
@@ -326,7 +373,23 @@ class Server:
             raise UserError(f"server {self.name!r} is not running")
         self.stop()
         self._spawn(dict(st.ports))
+        self._until_ready(time.sleep)
         return self.state
+
+    def exit_report(self) -> str | None:
+        """None while the process runs; once it has ended, how (exit status or signal) and
+        the last lines of its log."""
+        if self.proc is not None:
+            code = self.proc.poll()
+            if code is None:
+                return None
+            how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+        elif self.state is not None and not pid_alive(self.state.pid):
+            how = "exited"
+        else:
+            return None
+        return f"{self.kind} (pid {self.state.pid if self.state else '?'}) {how}: " \
+               f"{log_tail(self.logfile)} (log: {self.logfile})"
 
     def pids(self) -> list[int]:
         st = self.state or load_state(self.name)
@@ -348,10 +411,38 @@ class Server:
         self.stop()
 
 
+def _signal_tree(pid: int, sig: int) -> None:
+    """sig to the server and every process under it (PostgreSQL's backends leave its group)."""
+    import psutil
+
+    try:
+        procs = [psutil.Process(pid)]
+        procs += procs[0].children(recursive=True)
+    except psutil.Error:
+        return
+    for p in procs:
+        try:
+            p.send_signal(sig)
+        except psutil.Error:
+            pass
+
+
+def _kill(pid: int, proc: subprocess.Popen | None) -> None:
+    """SIGKILL to the server and its children, and reap (bounded): the fast way out."""
+    _signal_tree(pid, signal.SIGKILL)
+    if proc is not None and proc.pid == pid:
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+
+
 def save_state(st: State) -> None:
     f = home() / "run" / f"{st.name}.json"
     f.parent.mkdir(parents=True, exist_ok=True)
-    f.write_text(json.dumps(asdict(st), indent=2) + "\n")
+    tmp = f.with_name(f".{f.name}.tmp")
+    tmp.write_text(json.dumps(asdict(st), indent=2) + "\n")
+    os.replace(tmp, f)                         # readers never see half a state file
 
 
 def load_state(name: str) -> State | None:

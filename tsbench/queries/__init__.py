@@ -75,6 +75,8 @@ def generate(ds: Dataset, types: list[str], count: int, seed: int, *, allow_empt
     say: called with progress lines (building the reference, redraws per type)."""
     if count < 1:
         raise UserError(f"--count: must be at least 1, got {count}")
+    if not types:
+        raise UserError("--types: no query type given: the queries file would be empty (see: queries list)")
     ctx = context(ds)
     qts = [query_type(t) for t in types]
     for qt in qts:
@@ -146,10 +148,15 @@ def write_queries(path: str | pathlib.Path, ds: Dataset, seed: int, specs: list[
     head = {"tsbench_queries": FORMAT_VERSION, "seed": seed, "dataset": ds.describe()}
     if allow_empty is not None:
         head["allow_empty"] = allow_empty
-    with open(path, "w") as f:
-        f.write(json.dumps(head) + "\n")
-        for s in specs:
-            f.write(json.dumps(s.to_dict()) + "\n")
+    if not specs:
+        raise UserError(f"{path}: no queries to write: an empty queries file is refused")
+    try:
+        with open(path, "w") as f:
+            f.write(json.dumps(head) + "\n")
+            for s in specs:
+                f.write(json.dumps(s.to_dict()) + "\n")
+    except OSError as exc:
+        raise UserError(f"--output: cannot write {str(path)!r}: {exc.strerror or exc}") from None
 
 
 def read_queries(path: str | pathlib.Path) -> tuple[dict, list[QuerySpec]]:
@@ -158,6 +165,8 @@ def read_queries(path: str | pathlib.Path) -> tuple[dict, list[QuerySpec]]:
         lines = p.read_text().splitlines()
     except FileNotFoundError:
         raise UserError(f"{p}: no such queries file (make one with: python -m tsbench queries generate)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{p}: cannot read the queries file ({getattr(exc, 'strerror', None) or exc})") from None
     try:
         head = json.loads(lines[0])
         if head.get("tsbench_queries") != FORMAT_VERSION:
@@ -165,6 +174,8 @@ def read_queries(path: str | pathlib.Path) -> tuple[dict, list[QuerySpec]]:
         specs = [QuerySpec.from_dict(json.loads(x)) for x in lines[1:] if x.strip()]
     except (ValueError, KeyError, IndexError) as exc:
         raise UserError(f"{p}: not a tsbench queries file ({exc})") from None
+    if not specs:
+        raise UserError(f"{p}: the queries file holds no query")
     for s in specs:
         query_type(s.type)
     return head, specs

@@ -10,42 +10,36 @@ import difflib
 import pathlib
 from typing import Literal, Union
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field as PField, ValidationError
 
-from ..errors import UserError, yaml_error
+from .. import yamlfile
+from ..errors import UserError
 from ..schema import (EVO, Dist, Faults, Field, Init, Schema, Series, Tag, choice_by_tag, choice_tag,
                       init_by_tag, init_choice, init_const, init_uniform, INIT_DRAW, parse_template)
 from ..timeutil import parse_duration
 from .base import UseCase, fault_model
 
-
 class _M(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
 
 class StepSpec(_M):
     normal: tuple[float, float] | None = None
     uniform: tuple[float, float] | None = None
     constant: float | None = None
 
-
 class ByTagSpec(_M):
     tag: str
     values: dict[str, float]
-
 
 class InitSpec(_M):
     uniform: tuple[float, float] | None = None
     choice: list[float] | None = None
     by_tag: ByTagSpec | None = None
 
-
 class RatioSpec(_M):
     num: str
     den: str
     scale: float = 1.0
-
 
 class FieldSpec(_M):
     name: str
@@ -64,26 +58,21 @@ class FieldSpec(_M):
     constant: float = 0.0
     ratio: RatioSpec | None = None
 
-
 class ChoiceBySpec(_M):
     tag: str
     values: dict[str, list[str]]
 
-
 class TagSpec(_M):
     choice: list[str] | None = None
     choice_by: ChoiceBySpec | None = None
-
 
 class MeasurementSpec(_M):
     name: str
     tags: dict[str, Union[str, TagSpec]] = {}
     fields: list[FieldSpec] = PField(min_length=1)
 
-
 # faults: {KEY: VALUE}: the fault settings, perfect data by default (schema.FAULT_SETTINGS)
 FaultSpec = fault_model("FaultSpec", "default")
-
 
 class SchemaSpec(_M):
     name: str
@@ -95,7 +84,6 @@ class SchemaSpec(_M):
     measurements: list[MeasurementSpec] = PField(min_length=1)
     faults: FaultSpec = FaultSpec()
 
-
 def _tag(key: str, spec, where: str) -> Tag:
     if isinstance(spec, str):
         return Tag(key, parse_template(spec))
@@ -104,7 +92,6 @@ def _tag(key: str, spec, where: str) -> Tag:
     if spec.choice is not None:
         return choice_tag(key, spec.choice)
     return choice_by_tag(key, spec.choice_by.tag, spec.choice_by.values)
-
 
 def _step(f: FieldSpec, where: str) -> Dist | None:
     s = f.step
@@ -116,7 +103,6 @@ def _step(f: FieldSpec, where: str) -> Dist | None:
     k = given[0]
     v = getattr(s, k)
     return Dist("const", v) if k == "constant" else Dist(k, *v)
-
 
 def _init(f: FieldSpec, where: str) -> Init:
     i = f.initial
@@ -132,7 +118,6 @@ def _init(f: FieldSpec, where: str) -> Init:
     if i.choice is not None:
         return init_choice(i.choice)
     return init_by_tag(i.by_tag.tag, i.by_tag.values)
-
 
 def _field(f: FieldSpec, where: str) -> Field:
     import math
@@ -156,13 +141,11 @@ def _field(f: FieldSpec, where: str) -> Field:
                  hi=math.inf if f.max is None else f.max, init=_init(f, where), type=f.type,
                  decimals=f.decimals, prob=f.probability, reset=f.refill, hidden=f.hidden, scale_by=f.scale_by)
 
-
 def _locate(loc: tuple) -> str:
     out = ""
     for x in loc:
         out += f"[{x}]" if isinstance(x, int) else (f".{x}" if out else str(x))
     return out
-
 
 def _explain(path: pathlib.Path, exc: ValidationError) -> str:
     errors = exc.errors()
@@ -183,7 +166,6 @@ def _explain(path: pathlib.Path, exc: ValidationError) -> str:
         return f"{path}: {where}: {e['msg'].lower()}, got {e.get('input')!r}"
     return f"{path}: {where}: {e['msg']}"
 
-
 def _model_at(loc: tuple):
     model = SchemaSpec
     for x in loc:
@@ -203,22 +185,18 @@ def _model_at(loc: tuple):
         model = nxt
     return model
 
-
 def load_schema_file(path: str | pathlib.Path) -> SchemaSpec:
     p = pathlib.Path(path)
     try:
-        raw = yaml.safe_load(p.read_text())
+        raw = yamlfile.load(p)                # bad YAML or a duplicate key: one line, FILE:LINE
     except FileNotFoundError:
         raise UserError(f"--schema: no such file {str(p)!r}") from None
-    except yaml.YAMLError as exc:
-        raise yaml_error(p, exc) from None
     if not isinstance(raw, dict):
         raise UserError(f"{p}: expected a mapping with name and measurements")
     try:
         return SchemaSpec(**raw)
     except ValidationError as exc:
         raise UserError(_explain(p, exc)) from None
-
 
 class Custom(UseCase):
     """custom: a schema declared in YAML (--schema FILE)."""
@@ -251,6 +229,5 @@ class Custom(UseCase):
             series.append(Series(m.name, fields, tags))
         faults = Faults(**sp.faults.model_dump())
         return Schema(sp.name, tuple(series), entity_tags=entity_tags, faults=faults, origin=str(self.path))
-
 
 assert set(EVO) == set(FieldSpec.model_fields["evolution"].annotation.__args__)

@@ -20,6 +20,8 @@ Options:
                (Measurements that share no leading tags are loaded inline.)
   index        on time: "btree" (default) | "brin" | "none". With tags "table"
                there is also a btree on (tags_id, time) unless index is none.
+  password     the password to connect with, over the URL's (better:
+               `password_env: VAR`, see tsbench/secrets.py)
 
 Tag sets (tags "table"): a batch is COPYed into per-connection TEMP staging
 tables; then its new tag sets go into `tags` and the rows into the measurement
@@ -45,7 +47,7 @@ from typing import Literal
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SecretStr
 
 from ... import native
 from ...errors import UserError
@@ -68,6 +70,7 @@ class PostgresOptions(BaseModel):
     schema_name: str = "public"
     tags: Literal["table", "inline"] = "table"
     index: Literal["btree", "brin", "none"] = "btree"
+    password: SecretStr | None = None    # else the URL's, else libpq's (PGPASSWORD, ~/.pgpass); or password_env
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -167,6 +170,8 @@ class PostgresTarget(PostgresQueries, Target):
                             "--server postgresql://USER@HOST:PORT/DB")
         try:
             self._params = conninfo_to_dict(self.url)
+            if self.options.password is not None:
+                self._params["password"] = self.options.password.get_secret_value()
         except psycopg.ProgrammingError as exc:
             raise UserError(f"target postgres: {self.shown_url}: not a PostgreSQL URL ({one_line(exc)})") from None
         self.schema = self.options.schema_name

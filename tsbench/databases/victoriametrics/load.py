@@ -49,6 +49,7 @@ class VictoriaMetricsTarget(Target):
     # compare with the reference within a relative 1e-11, not bit for bit.
     float_digits = 12
     own_disk_figure = "vm_data_size_bytes"
+    settle_seconds = 10.0          # a new series can be missing from searches for a moment after force_flush
     dialects = {"metricsql": MetricsQL}
 
     def __init__(self, url=None, options=None):

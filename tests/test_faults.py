@@ -1,0 +1,123 @@
+"""Fault injection on real servers tsbench starts (phases 2 and 4): for each local
+server kind, SIGKILL and SIGSTOP of the server in the middle of a load and of an
+execute fail within seconds with the exit status and the log's last lines (or the
+stall bound), and no process of the server survives. The signals are sent from
+inside the client's own calls (the Nth write or query), so they land mid-phase
+every time. Run with `pytest -m faults`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+from tsbench import session
+from tsbench.dataset import DatasetSpec, resolve
+from tsbench.datafile import open_datafile
+from tsbench.errors import ServerError
+from tsbench.execute import ExecOptions
+from tsbench.generate import generate
+from tsbench.load import LoadOptions
+from tsbench.watch import Stalled
+
+pytestmark = pytest.mark.faults
+
+KINDS = ("influx", "postgres", "victoriametrics")
+DATASET = {"use_case": "cpu-only", "scale": 10, "end": "2016-01-01T01:00:00Z", "seed": 4}
+
+
+@pytest.fixture(scope="module")
+def datafiles(tmp_path_factory):
+    d = tmp_path_factory.mktemp("faults")
+    ds = resolve(DatasetSpec(**DATASET))
+    out = {}
+    for fmt in ("influx", "csv"):
+        generate(ds, fmt, str(d / f"cpu.{fmt}"), show_progress=False)
+        out[fmt] = open_datafile(d / f"cpu.{fmt}")
+    return out
+
+
+def _inject(obj, method: str, nth: int, fault) -> None:
+    """obj.method calls fault() just before its nth call goes out."""
+    orig, calls = getattr(obj, method), [0]
+
+    async def wrapped(*args, **kw):
+        calls[0] += 1
+        if calls[0] == nth:
+            fault()
+        return await orig(*args, **kw)
+    setattr(obj, method, wrapped)
+
+
+def _tree(pid: int) -> list[int]:
+    """The server's process and every process under it."""
+    root = psutil.Process(pid)
+    return [pid] + [c.pid for c in root.children(recursive=True)]
+
+
+def _gone(pids: list[int]) -> bool:
+    """None of pids runs any more (zombies aside)."""
+    def running(p: int) -> bool:
+        try:
+            return psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+    return not any(running(p) for p in pids)
+
+
+async def _faulted(target: str, phase: str, sig: str, df) -> tuple[list[int], BaseException, float]:
+    """Start the server, inject the fault in the phase; (the server's pids, the error, seconds from
+    the fault to the error)."""
+    opts = LoadOptions(workers=1, batch_size=200, if_exists="drop", stall_seconds=2, progress=False)
+    at: list[float] = []
+    reach = session.Reach(target, "local", name=f"fault-{target}-{phase}-{sig}")
+    async with session.open_target(reach, announce=False) as conn:
+        pid = conn.server.state.pid
+
+        pids = _tree(pid)
+
+        def fault():                    # SIGKILL: the main process; SIGSTOP: all of it (PostgreSQL's backends too)
+            at.append(time.monotonic())
+            pids.extend(p for p in _tree(pid) if p not in pids)
+            for p in pids[:1] if sig == "SIGKILL" else pids:
+                os.kill(p, getattr(signal, sig))
+        try:
+            if phase == "load":
+                _inject(conn.target, "write", 5, fault)
+                await session.load(conn, df, opts)
+            else:
+                await session.load(conn, df, LoadOptions(if_exists="drop", progress=False))
+                specs = session.draw(df.dataset, ["lastpoint", "single-groupby-1-1-1"], 4, 1, allow_empty=True)
+                _inject(conn.target, "query", 3, fault)
+                await session.run_queries(conn, df.dataset, specs, ExecOptions(
+                    cache="none", validate=False, query_timeout=1, stall_seconds=2, progress=False))
+        except ServerError as exc:
+            return pids, exc, time.monotonic() - at[0]
+    raise AssertionError(f"{target} {phase}: the {sig} went unnoticed")
+
+
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGSTOP"])
+@pytest.mark.parametrize("phase", ["load", "execute"])
+@pytest.mark.parametrize("target", KINDS)
+def test_server_fault_fails_the_phase_within_seconds(target, phase, sig, datafiles):
+    from tsbench import databases
+
+    df = datafiles[databases.target_class(target).format]
+    pids, err, seconds = asyncio.run(_faulted(target, phase, sig, df))
+    pid = pids[0]
+    msg = str(err)
+    if sig == "SIGKILL":
+        assert "killed by SIGKILL" in msg and f"pid {pid}" in msg and "(log: " in msg, msg
+        assert not isinstance(err, Stalled) and seconds < 5, (seconds, msg)
+    else:
+        assert isinstance(err, Stalled) and ("no progress for 2 s" in msg or "no answer within 2 s" in msg), msg
+        assert seconds < 20, (seconds, msg)
+    assert "\n" not in msg
+    deadline = time.monotonic() + 10
+    while not _gone(pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _gone(pids), f"a process of {target} (pids {pids}) survived"

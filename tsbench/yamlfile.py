@@ -1,0 +1,57 @@
+"""YAML files tsbench reads (experiments, schemas): safe loading that refuses a
+duplicate key (YAML would keep the last silently) as one UserError naming the
+file and line."""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import yaml
+
+from .errors import UserError, yaml_error
+
+
+class _Duplicate(Exception):
+    def __init__(self, key, line: int, first: int):
+        super().__init__(key)
+        self.key, self.line, self.first = key, line, first
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader refusing a key given twice in one mapping (merge keys `<<` aside)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for k, _ in node.value:
+            if k.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(k, deep=True)
+            try:
+                if key in seen:
+                    raise _Duplicate(key, k.start_mark.line + 1, seen[key])
+                seen[key] = k.start_mark.line + 1
+            except TypeError:            # an unhashable key: SafeLoader reports it
+                continue
+        return super().construct_mapping(node, deep)
+
+
+def parse(text: str, path: str | pathlib.Path) -> tuple[Any, yaml.Node | None]:
+    """The data and the node tree (for line numbers) of a YAML text; bad YAML or a
+    duplicate key is one UserError `PATH:LINE: ...`."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        return (loader.construct_document(node) if node is not None else None), node
+    except yaml.YAMLError as exc:
+        raise yaml_error(path, exc) from None
+    except _Duplicate as d:
+        raise UserError(f"{path}:{d.line}: duplicate key {d.key!r} (first at line {d.first}; "
+                        f"YAML would keep only the last)") from None
+    finally:
+        loader.dispose()
+
+
+def load(path: str | pathlib.Path) -> Any:
+    """The data of a YAML file (see parse); a missing file is the caller's FileNotFoundError."""
+    return parse(pathlib.Path(path).read_text(), path)[0]
