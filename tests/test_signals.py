@@ -43,8 +43,9 @@ def _when(stage: str, line: str, lines: list[str], home: str) -> bool:
     return second and line.startswith({"load": "tsbench: load:", "execute": "tsbench: execute:"}[stage])
 
 
-def _run_and_signal(tmp_path, stage: str, sig: str, times: int):
-    """Start the run, send sig (times times) at the stage; (exit code, stderr, server pids, run folder)."""
+def _run_and_signal(tmp_path, stage: str, sig: str, times: int, to_server: bool = False):
+    """Start the run, send sig (times times) at the stage, to the run or (to_server) to
+    the cell's server; (exit code, stderr, server pids, run folder)."""
     f = tmp_path / "e.yaml"
     f.write_text(EXP)
     home = os.environ["TSBENCH_HOME"]
@@ -60,12 +61,14 @@ def _run_and_signal(tmp_path, stage: str, sig: str, times: int):
             lines.append(line)
         pids |= {int(m) for m in re.findall(r"\(pid (\d+)\)", line)}
         if _when(stage, line, lines, home):
-            pids |= _state_pids(home)
+            current = _state_pids(home)
+            pids |= current
             time.sleep(0.3 if stage != "startup" else 0)
             for _ in range(times):
-                p.send_signal(getattr(signal, sig))
+                os.kill(current.pop() if to_server else p.pid, getattr(signal, sig))
                 time.sleep(0.2)
-            break
+            if not to_server:
+                break
         if not line:
             pids |= _state_pids(home)
             time.sleep(0.01)
@@ -74,6 +77,16 @@ def _run_and_signal(tmp_path, stage: str, sig: str, times: int):
     err = "".join(lines) + p.stderr.read()
     run = next((tmp_path / "r" / "sig").glob("2*"))
     return code, err, pids, run
+
+
+def test_a_server_killed_mid_execute_fails_its_cell_and_the_run_exits_1(tmp_path):
+    """Not a false ok: the cell names how its server ended; the next cell still runs."""
+    code, err, pids, run = _run_and_signal(tmp_path, "execute", "SIGKILL", 1, to_server=True)
+    assert code == 1 and "1 of 2 cells not ok" in err, err
+    cells = pq.read_table(run / "cells.parquet").to_pylist()
+    assert [c["status"] for c in cells] == ["ok", "failed"], err
+    assert "killed by SIGKILL" in cells[1]["reason"] and "(log: " in cells[1]["reason"], cells[1]["reason"]
+    assert not any(_alive(p) for p in pids), err
 
 
 def _state_pids(home: str) -> set[int]:
