@@ -268,13 +268,12 @@ static void init_entity(ts_sim *sim, int64_t el)
 /* the written value of a state */
 static inline double written(const ts_field *fd, double v)
 {
-    if (!isfinite(v)) return v;     /* left as it is, for series_values to report */
     if (fd->decimals >= 0) {
         double m = 1.0;
         for (int32_t i = 0; i < fd->decimals; i++) m *= 10.0;
         v = trunc(v * m) / m;
     }
-    if (fd->type == TS_TYPE_INT) {
+    if (fd->type == TS_TYPE_INT && isfinite(v)) {   /* a non-finite value is left for series_values to report */
         if (v >= 9.2e18) v = 9.2e18;
         if (v <= -9.2e18) v = -9.2e18;
         v = (double)(int64_t)v;
@@ -299,6 +298,10 @@ static int32_t series_values(const ts_sim *sim, int64_t el, int32_t s, double *o
         else if (fd->evo == TS_EVO_RATIO)
             out[f] = written(fd, fd->k0 * out[fd->src1] / out[fd->src2]);
     }
+    double probe = 0.0;                 /* x - x is NaN exactly when x is +/-Inf or NaN */
+    for (int32_t f = 0; f < se->n_fields; f++)
+        if (!fds[f].hidden) probe += out[f] - out[f];
+    if (probe == 0.0) return -1;
     for (int32_t f = 0; f < se->n_fields; f++)
         if (!fds[f].hidden && !isfinite(out[f])) return f;
     return -1;
