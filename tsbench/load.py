@@ -30,7 +30,7 @@ from .watch import Stalled, bounded, watchdog
 
 # shared counters, one row per process: rows, values, bytes, batches, backoffs, backoff_us
 N_COUNTERS = 6
-COMPACT_STALLS = 10          # compaction may take this many --stall-timeout bounds
+COMPACT_STALLS = 15          # compaction may take this many --stall-timeout bounds (30 min at the default)
 
 
 class LoadError(UserError):
