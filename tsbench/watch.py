@@ -55,7 +55,7 @@ async def watchdog(what: str, server=None, progress: Callable[[], int] | None = 
     watcher = asyncio.create_task(watch())
     try:
         yield
-    except BaseException:
+    except BaseException:          # the watcher's cancellation becomes its cause; anything else re-raised as it is
         if cause:
             task.uncancel()
             raise cause[0] from None

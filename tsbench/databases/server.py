@@ -322,7 +322,7 @@ class Server:
         try:
             while not self._ready_now(deadline):
                 sleep(0.1)
-        except BaseException:          # not ready, died, or interrupted: nothing left running
+        except BaseException:          # not ready, died, or interrupted: stopped, then re-raised (nothing hidden)
             self.stop()
             raise
 
@@ -331,7 +331,7 @@ class Server:
         try:
             while not self._ready_now(deadline):
                 await sleep(0.1)
-        except BaseException:
+        except BaseException:          # a cancellation (signal) too: stopped, then re-raised (nothing hidden)
             self.stop()
             raise
 
