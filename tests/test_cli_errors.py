@@ -70,3 +70,17 @@ def test_help_documents_generate():
     for opt in ("--use-case", "--scale", "--start", "--end", "--interval", "--seed", "--format", "--output",
                 "--compress", "--group", "--groups", "--processes", "--param", "--schema"):
         assert opt in out
+
+
+@pytest.mark.parametrize("target, server, needle", [
+    ("postgres", "local:influx", "--server local:influx: target postgres has no local server 'influx' "
+                                 "(one of local:postgres)"),
+    ("duckdb", "local:postgres", "target duckdb has no local server 'postgres' (it runs in-process: use local)"),
+])
+def test_a_local_server_kind_the_target_does_not_run_is_one_line(tmp_path, target, server, needle):
+    data = tmp_path / "d.csv"
+    run_cli("generate", "-q", "--scale", "1", "--end", "2016-01-01T00:01:00Z", "--format", "csv", "-o", str(data))
+    p = run_cli("load", str(data), "--target", target, "--server", server, check=False)
+    err = p.stderr.decode().strip()
+    assert p.returncode == 2 and "Traceback" not in err
+    assert needle in err

@@ -143,7 +143,8 @@ def generate(use_case, scale, start, end, interval, seed, fmt, output, compress,
 @click.option("--target", "-t", "target_name", required=True,
               help="Database (list them with: python -m tsbench targets).")
 @click.option("--server", "-s", default="local", show_default=True,
-              help="local (tsbench installs, starts and stops it) or the URL of a running server.")
+              help="local (tsbench installs, starts and stops it; local:KIND for another server kind the "
+                   "target runs on, e.g. local:elasticsearch) or the URL of a running server.")
 @click.option("--workers", "-w", type=AT_LEAST_1, default=4, show_default=True, help="Batches in flight at once.")
 @click.option("--batch-size", "-b", type=AT_LEAST_1, default=10_000, show_default=True, help="Rows per batch.")
 @click.option("--processes", "-j", type=AT_LEAST_1, default=1, show_default=True,
@@ -443,12 +444,12 @@ def validate(queries_file, target_name, server, load_file, options, server_optio
 def _run_queries(queries_file, target_name, server, load_file, options, server_options, opts, quiet):
     import asyncio
 
-    from . import queries, session
+    from . import databases, queries, session
     from .dataset import resolve, spec_of
 
     head, specs = queries.read_queries(queries_file)
     ds = resolve(spec_of(head["dataset"]))
-    if server == "local" and not load_file:
+    if databases.is_local(server) and not load_file:
         raise UserError("--server local starts an empty server: add --load DATAFILE (or give a server URL)")
     df = _datafile_for(load_file, ds, queries_file) if load_file else None
     ref = session.reference(ds) if opts.validate else None
@@ -682,11 +683,11 @@ def verify_cmd(datafile, target_name, server, options, check_data, json_out) -> 
     """
     import asyncio
 
-    from . import session
+    from . import databases, session
     from .datafile import open_datafile
     from .verify import all_equal, render, verify
 
-    if server == "local":
+    if databases.is_local(server):
         raise UserError("verify --server: give the URL (or duckdb path) of the database holding the data; "
                         "local would start an empty one")
     df = open_datafile(datafile, check_data=check_data)

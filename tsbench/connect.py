@@ -29,13 +29,14 @@ async def connect(target_name: str, server: str = "local", options: dict | None 
     cls = databases.target_class(target_name)
     cls.parse_options(options or {})           # bad options fail before any install
     srv, datadir = None, None
-    if server == "local":
-        if cls.server_kind is None:
+    if databases.is_local(server):
+        kind = databases.local_kind(cls, server)
+        if kind is None:
             where = instance_dir or home() / "servers" / (name or cls.name)
             url = cls.local_url(where)
             datadir = str(where) if url is not None else None
         else:
-            srv = databases.server_class(cls.server_kind)(name=name, instance_dir=instance_dir, ports=ports,
+            srv = databases.server_class(kind)(name=name, instance_dir=instance_dir, ports=ports,
                                                 options=server_options)
             st = await srv.astart()            # a signal while it starts: stopped, then raised
             url, datadir = srv.url, str(srv.datadir)

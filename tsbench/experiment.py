@@ -383,16 +383,17 @@ def _guilty_knob(knobs: dict, section: str, field: str) -> str:
 def _target_problem(t: TargetDecl) -> tuple[str, str | None, str] | None:
     """(options or server_options, the key at fault if named, the message) if the
     target refuses its options or its local server its server options, else None."""
-    from .databases import server_class, target_class
+    from .databases import is_local, local_kind, server_class, target_class
 
     cls = target_class(t.target)
     try:
         cls.parse_options(secrets.resolve_env(t.options, f"target {t.target}"))
     except UserError as exc:
         return "options", _named_key(str(exc), t.options), str(exc)
-    if cls.server_kind is not None and t.server == "local":
+    kind = local_kind(cls, t.server) if is_local(t.server) else None
+    if kind is not None:
         try:
-            server_class(cls.server_kind)(options=t.server_options)     # checks its options, starts nothing
+            server_class(kind)(options=t.server_options)     # checks its options, starts nothing
         except UserError as exc:
             return "server_options", _named_key(str(exc), t.server_options), str(exc)
     return None

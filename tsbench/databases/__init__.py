@@ -25,6 +25,7 @@ PACKAGES = (
     "postgres",
     "victoriametrics",
     "duckdb",
+    "cassandra",
 )
 
 TARGET_GROUP = "tsbench.targets"
@@ -83,6 +84,24 @@ def target_class(name: str) -> type[Target]:
     if cls is None:
         raise UserError(f"--target: unknown target {name!r} (one of {', '.join(names())})")
     return cls
+
+
+def is_local(server: str) -> bool:
+    """Whether a --server value asks for a local instance: "local" or "local:<server kind>"."""
+    return server == "local" or server.startswith("local:")
+
+
+def local_kind(cls: type[Target], server: str) -> str | None:
+    """The server kind a local instance of target cls runs: "local" gives the target's
+    default (None for an in-process database), "local:<kind>" one of the kinds it names."""
+    if server == "local":
+        return cls.server_kind
+    kind = server.partition(":")[2]
+    kinds = (cls.server_kind, *cls.other_server_kinds) if cls.server_kind else ()
+    if kind not in kinds:
+        offer = f"one of {', '.join('local:' + k for k in kinds)}" if kinds else "it runs in-process: use local"
+        raise UserError(f"--server {server}: target {cls.name} has no local server {kind!r} ({offer})")
+    return kind
 
 
 def server_class(kind: str) -> type[Server]:

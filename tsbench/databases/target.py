@@ -49,6 +49,7 @@ class Target:
     format: ClassVar[str]                         # "influx" | "csv": the data file it consumes
     count_unit: ClassVar[str] = "rows"            # what count() returns: "rows" or "values"
     server_kind: ClassVar[str | None] = None      # Server registry name for server: local; None = in-process
+    other_server_kinds: ClassVar[tuple[str, ...]] = ()   # further kinds it runs on: server: local:<kind>
     # query languages it speaks, the default first: name -> Dialect class (queries/dialect.py)
     dialects: ClassVar[dict[str, type[Dialect]]] = {}
     query_types = _DerivedTypes()                # derived from the dialect: never typed by hand
@@ -89,7 +90,8 @@ class Target:
     def capabilities(cls) -> dict[str, Any]:
         """Plain data: what this target consumes and supports."""
         return {"name": cls.name, "format": cls.format, "count_unit": cls.count_unit,
-                "server": cls.server_kind, "multiprocess": cls.multiprocess, "float_digits": cls.float_digits,
+                "server": cls.server_kind,
+                "other_servers": list(cls.other_server_kinds), "multiprocess": cls.multiprocess, "float_digits": cls.float_digits,
                 "own_disk_figure": cls.own_disk_figure, "keeps_data": cls.keeps_data,
                 "query_types": sorted(cls.query_types),
                 "dialects": {n: sorted(d.query_types()) for n, d in cls.dialects.items()},
