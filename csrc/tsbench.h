@@ -253,6 +253,56 @@ int32_t ts_cut(int32_t fmt, const ts_csv_layout *layout, const char *buf, uint64
  * *err_pos = the offending line's offset). */
 int32_t ts_split_csv(const ts_csv_layout *layout, const char *buf, uint64_t len,
                      char *dst, uint64_t dst_cap, ts_part_out *parts, uint64_t *err_pos);
+
+/* ---- rendering CSV parts through a template (phase 2: load) --------------------------- */
+
+/* errors of ts_render, besides TS_ERR_ARG and TS_ERR_SPACE */
+enum { TS_ERR_CSV = -6,      /* a malformed CSV line: an unterminated quote, text after a closing quote */
+       TS_ERR_TIME = -7,     /* a time encoding of a value that is not YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z */
+       TS_ERR_COLUMN = -8 }; /* an op names a column the line lacks */
+
+enum { TS_OP_LIT = 0, TS_OP_COL = 1, TS_OP_IF = 2 };
+
+/* column encodings: the CSV value unquoted | a JSON string (quotes included) | its inside |
+ * a CQL string literal | its inside | a time column as epoch ns | epoch ms (floor) | ns within
+ * that ms (0..999999) | its UTC date YYYY-MM-DD */
+enum { TS_ENC_RAW = 0, TS_ENC_JSON = 1, TS_ENC_JSONIN = 2, TS_ENC_CQL = 3, TS_ENC_CQLIN = 4,
+       TS_ENC_NS = 5, TS_ENC_MS = 6, TS_ENC_SUBMS = 7, TS_ENC_DAY = 8 };
+
+/* one op: LIT writes lits[lit_off, lit_off + lit_len); COL writes column col encoded as enc;
+ * IF skips the next skip ops when column col is NULL (an empty unquoted value) */
+typedef struct {
+    int32_t kind, col, enc, skip;
+    uint32_t lit_off, lit_len;
+} ts_op;
+
+typedef struct {
+    const ts_op *ops;
+    int32_t n_ops;
+    int32_t max_col;       /* the largest column an op names */
+    const char *lits;
+} ts_template;
+
+/* scratch: one CSV value as written in the input, quotes included */
+typedef struct {
+    const char *s, *e;
+} ts_span;
+
+/* where a render stands; start from zeros, resume with the same state after TS_ERR_SPACE */
+typedef struct {
+    uint64_t in_used;      /* input bytes done (whole lines) */
+    uint64_t out_used;     /* output bytes written */
+    uint64_t lines;        /* lines rendered = entries of ends written */
+    uint64_t err_pos;      /* on an error: offset in buf of the line */
+    int32_t err_col;       /* TS_ERR_TIME / TS_ERR_COLUMN: the column */
+} ts_render_state;
+
+/* render the CSV lines of buf[0, len) (blank lines skipped) through t into out; ends[i] = end
+ * offset in out of line i's text. cols is scratch for cols_cap > t->max_col values. Returns 0
+ * when done, TS_ERR_SPACE when out or ends is full (st stops at a line: call again with more
+ * room), or another error with st->err_pos (and err_col). */
+int32_t ts_render(const ts_template *t, const char *buf, uint64_t len, char *out, uint64_t out_cap,
+                  uint64_t *ends, uint64_t ends_cap, ts_span *cols, uint32_t cols_cap, ts_render_state *st);
 /* CDEF END */
 
 #endif

@@ -140,14 +140,15 @@ def generator_series(ds, checks):
 @pytest.fixture(scope="session", autouse=True)
 def tshome():
     """A tsbench home of the test session's own (server instances, state files), sharing
-    the installed binaries, so tests never meet a server a user left running. Set as
+    the installed binaries and jars, so tests never meet a server a user left running. Set as
     $TSBENCH_HOME for the whole session."""
     from tsbench.databases.server import home
 
     d = tempfile.mkdtemp(prefix="tsbench-home-")     # not under pytest's 0700 tree: postgres must reach it
     real = home()
-    (real / "bin").mkdir(parents=True, exist_ok=True)
-    os.symlink(real / "bin", os.path.join(d, "bin"))
+    for shared in ("bin", "lib"):                    # built binaries and Maven jars
+        (real / shared).mkdir(parents=True, exist_ok=True)
+        os.symlink(real / shared, os.path.join(d, shared))
     old = os.environ.get("TSBENCH_HOME")
     os.environ["TSBENCH_HOME"] = d        # for the tests and the commands they run
     yield d

@@ -44,6 +44,10 @@ CONTRACT = {
     "postgres": ("postgres", "postgresql://postgres@127.0.0.1:9/postgres", {}, {}),
     "victoriametrics": ("victoriametrics", "http://127.0.0.1:9", {}, {}),
     "duckdb": ("duckdb", "duckdb:/nonexistent-dir/x.duckdb", {}, {}),
+    "cassandra": ("cassandra", "cassandra://127.0.0.1:9", {}, {}),
+    "cassandra-wide": ("cassandra", "cassandra://127.0.0.1:9", {"schema": "wide"}, {}),
+    "elasticsearch": ("elasticsearch", "http://127.0.0.1:9", {}, {}),
+    "elasticsearch-aggregation": ("elasticsearch", "http://127.0.0.1:9", {"template": "aggregation"}, {}),
 }
 
 DATASETS = {
@@ -148,7 +152,7 @@ def test_load_verify_compact_and_disk_figures(endpoint, datafiles):
 
 @pytest.mark.parametrize("endpoint", _keeping(), indirect=True)
 def test_if_exists_abort_reuse_drop(endpoint, datafiles):
-    df = _file(endpoint, datafiles)
+    df = _file(endpoint, datafiles, "synthetic")           # four loads: the smallest dataset does
     cls = _cls(endpoint[0])
     expected = df.rows if cls.count_unit == "rows" else df.values
     _load(endpoint, df)

@@ -12,7 +12,7 @@ from cffi import FFI
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
-SOURCES = ["sim.c", "formats.c", "fmt_double.c", "cut.c"]
+SOURCES = ["sim.c", "formats.c", "fmt_double.c", "cut.c", "render.c"]
 
 
 def source_hash(csrc: pathlib.Path = CSRC) -> str:
@@ -38,6 +38,7 @@ ffibuilder.set_source(
     '#include "tsbench.h"\n',
     sources=[str((CSRC / s).relative_to(ROOT)) for s in SOURCES],
     include_dirs=[str(CSRC.relative_to(ROOT))],
+    depends=sorted(str(h.relative_to(ROOT)) for h in CSRC.glob("*.h")),   # a header change rebuilds
     define_macros=[("TS_BUILD_ID", f'"{source_hash()}"')],
     extra_compile_args=["-O2", "-std=c11", "-fno-math-errno", "-Wall", "-Wextra", "-Wno-unused-parameter"],
     libraries=["m"],

@@ -1,8 +1,11 @@
 """Benchmark of phase 2 (`nox -s bench_load`): devops 100 hosts, loaded by
-`python -m tsbench load` into the null target (the harness ceiling), the null
+`python -m tsbench load` into the null target (the harness ceiling; null-csv: the
+CSV file of the JVM databases' cases), the null
 HTTP sink, and local InfluxDB and VictoriaMetrics servers (2 workers x 10,000
-rows, the first 6 hours = 1,944,000 rows). Prints rows/s, client and server
-CPU seconds, medians over runs. Figures come from here, never from timed tests."""
+rows, the first 6 hours = 1,944,000 rows), OpenSearch (both seed templates) and
+Cassandra (both schemas) with 2 and 4 workers on the first 3 hours (972,000
+rows). Prints rows/s, client and server CPU seconds and their ratio, medians
+over runs. Figures come from here, never from timed tests."""
 
 from __future__ import annotations
 
@@ -14,21 +17,29 @@ import subprocess
 import sys
 import tempfile
 
+from . import databases
+
 CASES = {
-    # name: (target, data file key, extra load args)
+    # name: (target, data file key, extra load args); the file in the target's format (csv for null-csv)
     "null": ("null", "day", []),
+    "null-csv": ("null", "3h", ["-w", "2", "-b", "10000"]),
     "null-http": ("null-http", "day", ["-w", "2"]),
     "influx": ("influx", "6h", ["-w", "2", "-b", "10000"]),
     "victoriametrics": ("victoriametrics", "6h", ["-w", "2", "-b", "10000"]),
 }
-ENDS = {"day": "2016-01-02T00:00:00Z", "6h": "2016-01-01T06:00:00Z"}
+for _w in (2, 4):
+    CASES[f"opensearch-w{_w}"] = ("elasticsearch", "3h", ["-w", str(_w), "-b", "10000"])
+    CASES[f"opensearch-agg-w{_w}"] = ("elasticsearch", "3h", ["-w", str(_w), "-b", "10000", "-O", "template=aggregation"])
+    CASES[f"cassandra-w{_w}"] = ("cassandra", "3h", ["-w", str(_w), "-b", "10000"])
+    CASES[f"cassandra-wide-w{_w}"] = ("cassandra", "3h", ["-w", str(_w), "-b", "10000", "-O", "schema=wide"])
+ENDS = {"day": "2016-01-02T00:00:00Z", "6h": "2016-01-01T06:00:00Z", "3h": "2016-01-01T03:00:00Z"}
 
 
-def _generate(d: str, key: str, scale: int) -> str:
-    path = os.path.join(d, f"devops{scale}-{key}.lp")
+def _generate(d: str, key: str, scale: int, fmt: str) -> str:
+    path = os.path.join(d, f"devops{scale}-{key}.{'csv' if fmt == 'csv' else 'lp'}")
     if not os.path.exists(path + ".manifest.json"):
         subprocess.run([sys.executable, "-m", "tsbench", "generate", "-q", "--scale", str(scale), "--seed", "123",
-                        "--end", ENDS[key], "-j", "2", "-o", path], check=True)
+                        "--end", ENDS[key], "-j", "2", "--format", fmt, "-o", path], check=True)
     return path
 
 
@@ -52,17 +63,20 @@ def main() -> None:
     os.makedirs(d, exist_ok=True)
     print(f"devops {a.scale} hosts, seed 123; {a.runs} runs each, medians; CPU s = user + system during the "
           f"timed load")
-    print(f"{'case':>16} {'rows':>10} {'seconds':>8} {'rows/s':>11} {'values/s':>12} {'MB/s':>7} "
-          f"{'client CPU s':>12} {'server CPU s':>12} {'backoffs':>8}")
+    print(f"{'case':>20} {'rows':>10} {'seconds':>8} {'rows/s':>11} {'values/s':>12} {'MB/s':>7} "
+          f"{'client CPU s':>12} {'server CPU s':>12} {'client/server':>13} {'backoffs':>8}")
     for name in a.cases.split(","):
         target, key, extra = CASES[name]
-        path = _generate(d, key, a.scale)
+        fmt = "csv" if name == "null-csv" or databases.target_class(target).format == "csv" else "influx"
+        path = _generate(d, key, a.scale, fmt)
         runs = [_run(path, target, extra, d) for _ in range(a.runs)]
         med = lambda k: statistics.median(r[k] for r in runs)  # noqa: E731
         scpu = [r["server_cpu_seconds"] for r in runs if r["server_cpu_seconds"] is not None]
-        print(f"{name:>16} {runs[0]['rows']:>10,} {med('seconds'):>8.2f} {med('rows_per_s'):>11,.0f} "
+        server = statistics.median(scpu) if scpu else float("nan")
+        ratio = f"{med('client_cpu_seconds') / server:.0%}" if scpu and server > 0 else "-"
+        print(f"{name:>20} {runs[0]['rows']:>10,} {med('seconds'):>8.2f} {med('rows_per_s'):>11,.0f} "
               f"{med('values_per_s'):>12,.0f} {med('mb_per_s'):>7,.0f} {med('client_cpu_seconds'):>12.2f} "
-              f"{(statistics.median(scpu) if scpu else float('nan')):>12.2f} {med('backoffs'):>8.0f}")
+              f"{server:>12.2f} {ratio:>13} {med('backoffs'):>8.0f}")
 
 
 if __name__ == "__main__":

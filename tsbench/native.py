@@ -270,6 +270,84 @@ def split_csv(layout: CsvLayout, data) -> tuple[bytearray, list[Cut | None]]:
     return dst, out
 
 
+# ---- phase 2: rendering CSV parts through a template (ts_render) ---------------------------
+
+ENCODINGS = {"raw": 0, "json": 1, "jsonin": 2, "cql": 3, "cqlin": 4, "ns": 5, "ms": 6, "subms": 7, "day": 8}
+_OP_LIT, _OP_COL, _OP_IF = 0, 1, 2
+_ERR_SPACE, _ERR_CSV, _ERR_TIME, _ERR_COLUMN = -3, -6, -7, -8
+_RENDER_ERRORS = {_ERR_CSV: "a malformed CSV line (an unterminated quote or text after a closing quote)",
+                  _ERR_TIME: "column {col} is not a time YYYY-MM-DDTHH:MM:SS[.fraction]Z (or is out of range)",
+                  _ERR_COLUMN: "the line has no column {col}"}
+
+
+class CsvRenderError(UserError):
+    """A CSV line a template cannot render: the problem and the start of the line."""
+
+    def __init__(self, problem: str, line: bytes):
+        start = line.split(b"\n", 1)[0][:120].decode("utf-8", "replace")
+        super().__init__(f"CSV data: {problem}, in the line {start!r}")
+
+
+class Template:
+    """The text each CSV line of a measurement becomes (ts_template), from ops:
+    ("lit", bytes) | ("col", i, encoding) | ("if", i, k): when column i is NULL
+    skip the next k ops. Column 0 is the time, then the tags, then the fields."""
+
+    def __init__(self, ops: list[tuple]):
+        rows, lits = [], bytearray()
+        for k, op in enumerate(ops):
+            if op[0] == "lit" and len(op) == 2 and isinstance(op[1], (bytes, bytearray)):
+                rows.append({"kind": _OP_LIT, "lit_off": len(lits), "lit_len": len(op[1])})
+                lits += op[1]
+            elif op[0] == "col" and len(op) == 3 and op[2] in ENCODINGS and op[1] >= 0:
+                rows.append({"kind": _OP_COL, "col": op[1], "enc": ENCODINGS[op[2]]})
+            elif op[0] == "if" and len(op) == 3 and op[1] >= 0 and 0 <= op[2] < len(ops) - k:
+                rows.append({"kind": _OP_IF, "col": op[1], "skip": op[2]})
+            else:
+                raise ValueError(f"template op {k} is not valid: {op!r}")
+        self.ops = list(ops)
+        self.max_col = max((r["col"] for r in rows if r["kind"] != _OP_LIT), default=0)
+        text = [r["col"] for r in rows if r["kind"] == _OP_COL and r["enc"] <= ENCODINGS["cqlin"]]
+        self.n_cols = sum(r["kind"] == _OP_COL for r in rows)
+        # output bytes per line: at most `line_bound` + 6 * line length * n_cols (all escaped);
+        # usually about `line_guess` + line length * `repeats` (the most any column is written)
+        self.line_bound = len(lits) + 24 * self.n_cols
+        self.line_guess = len(lits) + 24 * (self.n_cols - len(text)) + 2 * len(text)
+        self.repeats = max((text.count(c) for c in set(text)), default=0)
+        self._ops = ffi.new("ts_op[]", rows or [{}])
+        self._lits = ffi.new("char[]", bytes(lits) or b"\0")
+        self.c = ffi.new("ts_template *", {"ops": self._ops, "n_ops": len(rows), "max_col": self.max_col,
+                                           "lits": self._lits})
+
+
+def render(tpl: Template, buf, offset: int, length: int) -> tuple[memoryview, np.ndarray]:
+    """Every CSV line of buf[offset:offset+length] through tpl: (the text, a
+    memoryview of bytes; the end offset in it of each line's output, uint64).
+    Blank lines render nothing."""
+    src = ffi.from_buffer(buf)
+    if offset < 0 or length < 0 or offset + length > len(src):
+        raise ValueError("render: the range is outside the buffer")
+    lines = int(np.count_nonzero(np.frombuffer(buf, np.uint8, length, offset) == 10)) + 1
+    worst = lines * tpl.line_bound + 6 * length * tpl.n_cols + 64          # what C can need
+    out = np.empty(min(worst, lines * tpl.line_guess + length * tpl.repeats * 9 // 8 + 64), np.uint8)
+    ends = np.empty(lines, np.uint64)          # a line per newline at most
+    cols = ffi.new("ts_span[]", tpl.max_col + 1)
+    st = ffi.new("ts_render_state *")
+    while True:
+        rc = lib.ts_render(tpl.c, src + offset, length, ffi.cast("char *", out.ctypes.data), len(out),
+                           ffi.cast("uint64_t *", ends.ctypes.data), len(ends), cols, tpl.max_col + 1, st)
+        if rc != _ERR_SPACE or len(out) >= worst:
+            break
+        more = np.empty(min(2 * len(out), worst), np.uint8)   # more room; C goes on from where it stopped
+        more[: st.out_used] = out[: st.out_used]
+        out = more
+    if rc in _RENDER_ERRORS:
+        pos = offset + st.err_pos
+        raise CsvRenderError(_RENDER_ERRORS[rc].format(col=st.err_col), bytes(buf[pos: pos + 200]))
+    _check(rc, "render")
+    return memoryview(out)[: st.out_used], ends[: st.lines]
+
+
 # ---- phase 1 with several processes: merging the simulators' outputs ----------------------
 
 MERGE_DONE, MERGE_FULL, MERGE_NEED = 0, 1, 2   # TS_MERGE_* values

@@ -26,6 +26,7 @@ PACKAGES = (
     "victoriametrics",
     "duckdb",
     "cassandra",
+    "elasticsearch",
 )
 
 TARGET_GROUP = "tsbench.targets"

@@ -169,8 +169,8 @@ class JvmServer(Server):
         return d
 
     def binary(self) -> pathlib.Path | None:
-        java = shutil.which("java")
-        return pathlib.Path(java) if java and lib_dir(self.lib_name, self.lib_version) else None
+        """What the server runs from: its jars' dir (with a `java` to run them), else None."""
+        return lib_dir(self.lib_name, self.lib_version) if shutil.which("java") else None
 
     def install(self) -> None:
         maven_lib(self.lib_name, self.lib_version, list(self.artifacts), self.kind)

@@ -1,0 +1,221 @@
+"""Rendering CSV parts through templates in C (phase 2: load): golden bytes for
+each encoding, the ends offsets, errors, and real generated batches checked
+against Python's csv module."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+
+import numpy as np
+import pytest
+
+from tsbench import native
+from tsbench.batches import BatchReader, csv_layout
+from tsbench.datafile import open_datafile
+from tsbench.errors import UserError
+
+from conftest import run_cli
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def render(ops, data: bytes) -> tuple[bytes, list[int]]:
+    out, ends = native.render(native.Template(ops), data, 0, len(data))
+    assert ends.dtype == np.uint64
+    return bytes(out), [int(e) for e in ends]
+
+
+def lines(ops, data: bytes) -> list[bytes]:
+    out, ends = render(ops, data)
+    return [out[a:b] for a, b in zip([0, *ends], ends)]
+
+
+def es_ops(index: str, tags: list[str], fields: list[str]) -> list[tuple]:
+    """An ES bulk action and document per line: null tags and fields left out."""
+    ops = [("lit", b'{"index":{"_index":"%s"}}\n{"time":"' % index.encode()), ("col", 0, "raw"), ("lit", b'"')]
+    for i, name in enumerate(tags + fields, start=1):
+        enc = "json" if i <= len(tags) else "raw"
+        ops += [("if", i, 2), ("lit", b',"%s":' % name.encode()), ("col", i, enc)]
+    return ops + [("lit", b"}\n")]
+
+
+# ---- golden values ----------------------------------------------------------------------
+
+def test_es_ndjson_golden():
+    ops = es_ops("cpu", ["hostname", "region"], ["usage_user", "usage_system"])
+    data = (b"2016-01-01T00:00:00Z,host_0,eu-west-1,1.5,2\n"
+            b"2016-01-01T00:00:10.123Z,host_1,,,-3\n"                 # a null tag and a null field
+            b'2016-01-01T00:00:20Z,"h\\""1\t",,,\n')                   # escapes; all nulls after the tag
+    out, ends = render(ops, data)
+    want = [b'{"index":{"_index":"cpu"}}\n{"time":"2016-01-01T00:00:00Z","hostname":"host_0",'
+            b'"region":"eu-west-1","usage_user":1.5,"usage_system":2}\n',
+            b'{"index":{"_index":"cpu"}}\n{"time":"2016-01-01T00:00:10.123Z","hostname":"host_1",'
+            b'"usage_system":-3}\n',
+            b'{"index":{"_index":"cpu"}}\n{"time":"2016-01-01T00:00:20Z","hostname":"h\\\\\\"1\\t"}\n']
+    assert out == b"".join(want)
+    assert ends == list(np.cumsum([len(w) for w in want]))
+    assert [json.loads(w.split(b"\n")[1]) for w in want][2] == {"time": "2016-01-01T00:00:20Z",
+                                                                  "hostname": 'h\\"1\t'}
+
+
+def test_cql_insert_with_quotes_golden():
+    ops = [("lit", b'INSERT INTO "cpu" ("time", "ns", "hostname", "team", "usage") VALUES ('),
+           ("col", 0, "ms"), ("lit", b", "), ("col", 0, "subms"), ("lit", b", "),
+           ("col", 1, "cql"), ("lit", b", "), ("col", 2, "cql"), ("lit", b", "), ("col", 3, "raw"),
+           ("lit", b");\n")]
+    data = b'2016-01-01T00:00:00.0000015Z,"O\'Brien ""the"" host",\'\'\',7\n'
+    assert render(ops, data)[0] == (
+        b'INSERT INTO "cpu" ("time", "ns", "hostname", "team", "usage") VALUES '
+        b"(1451606400000, 1500, 'O''Brien \"the\" host', '''''''', 7);\n")
+    # a series id: the inside encodings compose a string around several columns
+    sid = [("lit", b"'cpu,hostname="), ("col", 1, "cqlin"), ("lit", b"#usage#"), ("col", 0, "day"), ("lit", b"'")]
+    assert render(sid, data)[0] == b"'cpu,hostname=O''Brien \"the\" host#usage#2016-01-01'"
+    assert render([("lit", b'"'), ("col", 1, "jsonin"), ("lit", b'"')], data)[0] == b'"O\'Brien \\"the\\" host"'
+
+
+def ref_ns(t: str) -> int:
+    """The epoch ns of an RFC 3339 UTC time, in Python (the test's reference)."""
+    whole, frac = t[:19], t[20:-1]
+    secs = (dt.datetime.fromisoformat(whole).replace(tzinfo=dt.timezone.utc) - EPOCH) // dt.timedelta(seconds=1)
+    return secs * 10**9 + int(frac.ljust(9, "0") or 0)
+
+
+TIMES = ["1970-01-01T00:00:00Z", "2016-01-01T00:00:00Z", "1969-12-31T23:59:59Z", "1969-12-31T23:59:59.9Z",
+         "1969-12-31T23:59:59.999999999Z", "1969-12-31T23:59:59.0000001Z", "1900-02-28T23:59:59.5Z",
+         "2000-02-29T12:00:00.25Z", "2016-01-01T00:00:10.123456789Z", "1677-09-21T00:12:43.145224192Z",
+         "2262-04-11T23:47:16.854775807Z", "1800-03-01T00:00:00.000001Z"]
+TIMES += [f"1969-12-31T23:59:58.{'123456789'[:k]}Z" for k in range(1, 10)]
+TIMES += [f"2016-06-30T23:59:59.{'987654321'[:k]}Z" for k in range(1, 10)]
+
+
+def test_time_encodings_golden():
+    assert [ref_ns(t) for t in TIMES[:6]] == [0, 1451606400000000000, -10**9, -100000000, -1, -999999900]
+    ops = [("col", 0, "ns"), ("lit", b" "), ("col", 0, "ms"), ("lit", b" "), ("col", 0, "subms"),
+           ("lit", b" "), ("col", 0, "day"), ("lit", b"\n")]
+    got = lines(ops, "".join(f"{t},x\n" for t in TIMES).encode())
+    want = [f"{ref_ns(t)} {ref_ns(t) // 10**6} {ref_ns(t) % 10**6} {t[:10]}\n".encode() for t in TIMES]
+    assert got == want
+    assert got[4] == b"-1 -1 999999 1969-12-31\n"
+    assert got[9] == b"-9223372036854775808 -9223372036855 224192 1677-09-21\n"
+    assert got[10] == b"9223372036854775807 9223372036854 775807 2262-04-11\n"
+
+
+def test_quoting_nulls_and_bytes():
+    data = ('2016-01-01T00:00:00Z,"a,b",,"",é\u00fc\u4e2d,"x\n""y"""\r\n'
+            '\n'                                        # a blank line renders nothing
+            '2016-01-01T00:00:01Z,plain,"",,"\x01",z').encode()   # no final newline
+    ops = [("col", 1, "raw")]
+    for i in (2, 3, 4, 5):
+        ops += [("lit", b"|"), ("if", i, 1), ("col", i, "json")]
+    ops.append(("lit", b"\n"))
+    out, ends = render(ops, data)
+    first = 'a,b||""|"éü中"|"x\\n\\"y\\""\n'.encode()
+    assert out == first + b'plain|""||"\\u0001"|"z"\n'
+    assert ends == [len(first), len(out)]
+    assert render([("col", 5, "raw"), ("lit", b";")], data)[0] == b'x\n"y";z;'
+    assert render([("col", 3, "cql"), ("col", 2, "cql")], data)[0] == b"''''" + b"''" + b"''"
+
+
+def test_offset_and_length_and_empty():
+    data = b"junk\n2016-01-01T00:00:00Z,a\n2016-01-01T00:00:01Z,b\ntail"
+    start = data.index(b"2016")
+    out, ends = native.render(native.Template([("col", 1, "raw")]), memoryview(data), start, len(data) - start - 4)
+    assert (bytes(out), list(ends)) == (b"ab", [1, 2])
+    out, ends = native.render(native.Template([("col", 1, "raw")]), data, 3, 0)
+    assert (bytes(out), len(ends)) == (b"", 0)
+
+
+def test_grows_the_output():
+    """Worst-case escaping needs far more room than the first guess: the call resumes."""
+    data = b"t,\x01\x01\x01\x01\x01\x01\x01\x01\n" * 5000
+    ops = [("col", 1, "json")] * 4 + [("lit", b"\n")]
+    out, ends = render(ops, data)
+    one = b'"' + b"\\u0001" * 8 + b'"'
+    assert out == (one * 4 + b"\n") * 5000
+    assert ends[:2] == [len(one) * 4 + 1, 2 * (len(one) * 4 + 1)] and len(ends) == 5000
+
+
+# ---- errors -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad", ["2016-13-01T00:00:00Z", "2015-02-29T00:00:00Z", "2016-01-01T24:00:00Z",
+                                 "2016-01-01T00:00:00", "2016-01-01 00:00:00Z", "2016-01-01T00:00:00.Z",
+                                 "2016-01-01T00:00:00.1234567890Z", "2016-01-01T00:00:0xZ",
+                                 "2262-04-11T23:47:16.854775808Z", "", "1"])
+def test_malformed_time(bad):
+    data = f"2016-01-01T00:00:00Z,a\n{bad},host_9\n".encode()
+    with pytest.raises(native.CsvRenderError) as e:
+        native.render(native.Template([("col", 0, "ms")]), data, 0, len(data))
+    assert isinstance(e.value, UserError)
+    assert "column 0 is not a time" in str(e.value) and repr(f"{bad},host_9") in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_other_errors():
+    data = b'2016-01-01T00:00:00Z,a\n2016-01-01T00:00:00Z\n'
+    with pytest.raises(native.CsvRenderError, match=r"no column 1, in the line '2016-01-01T00:00:00Z'$"):
+        native.render(native.Template([("if", 1, 0)]), data, 0, len(data))
+    for bad in (b't,"abc\n', b't,"a"b\n'):
+        with pytest.raises(native.CsvRenderError, match="malformed CSV line"):
+            native.render(native.Template([("col", 1, "raw")]), bad, 0, len(bad))
+    for ops in ([("col", 0, "hex")], [("if", 0, 1)], [("lit", "str")], [("col", -1, "raw")], [("x",)]):
+        with pytest.raises(ValueError):
+            native.Template(ops)
+
+
+# ---- real batches -------------------------------------------------------------------------
+
+@pytest.fixture(scope="module", params=[("devops", []), ("iot", ["-P", "null_tag=0.3", "-P", "null_field=0.3"])])
+def datafile(request, tmp_path_factory):
+    use_case, extra = request.param
+    out = tmp_path_factory.mktemp("render") / f"{use_case}.csv"
+    run_cli("generate", "-q", "--use-case", use_case, "--scale", "2", "--end", "2016-01-01T00:10:00Z",
+            "--seed", "1", "--format", "csv", "-o", str(out), *extra)
+    return open_datafile(out)
+
+
+def parts(df):
+    """(table, split part bytes) of every batch, as a CSV loader sees them."""
+    tables = list(df.tables())
+    layout = csv_layout(df.tables())
+    for b in BatchReader(df.path, df.format, 97, df.compression, layout):
+        buf, cuts = native.split_csv(layout, b.data)
+        for t, c in zip(tables, cuts):
+            if c is not None:
+                off, n, rows, _ = c
+                yield t, buf, off, n, rows
+
+
+def test_real_batches_as_json(datafile):
+    templates = {t.name: native.Template(es_ops(t.name, list(t.tags), list(t.field_names)))
+                 for t in datafile.tables()}
+    seen = 0
+    for t, buf, off, n, rows in parts(datafile):
+        out, ends = native.render(templates[t.name], buf, off, n)
+        text = bytes(out).split(b"\n")
+        assert len(ends) == rows and int(ends[-1]) == len(out) and len(text) == 2 * rows + 1
+        ref = list(csv.reader(io.StringIO(bytes(buf[off: off + n]).decode(), newline="")))
+        for i, row in enumerate(ref):
+            want = {"time": row[0]}
+            for name, v in zip(t.tags, row[1:]):
+                if v != "":
+                    want[name] = v
+            for name, v in zip(t.field_names, row[1 + len(t.tags):]):
+                if v != "":
+                    want[name] = float(v)
+            assert json.loads(text[2 * i]) == {"index": {"_index": t.name}}
+            assert json.loads(text[2 * i + 1]) == want
+        seen += rows
+    assert seen == datafile.rows
+
+
+def test_real_batches_times(datafile):
+    tpl = native.Template([("col", 0, "ns"), ("lit", b","), ("col", 0, "ms"), ("lit", b","),
+                           ("col", 0, "subms"), ("lit", b","), ("col", 0, "day"), ("lit", b"\n")])
+    for _t, buf, off, n, rows in parts(datafile):
+        out, _ = native.render(tpl, buf, off, n)
+        times = [line.split(b",", 1)[0].decode() for line in bytes(buf[off: off + n]).splitlines()]
+        want = "".join(f"{ref_ns(s)},{ref_ns(s) // 10**6},{ref_ns(s) % 10**6},{s[:10]}\n" for s in times)
+        assert bytes(out) == want.encode()

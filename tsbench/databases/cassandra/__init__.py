@@ -1,0 +1,6 @@
+"""Apache Cassandra (phases 2-5): CQL text in unlogged batches rendered by the
+C core, two schemas (the seed's `series` table of values, or one `wide` table
+per measurement), queries in CQL (cql.py); the server 5.0 from Maven Central."""
+
+TARGETS = {"cassandra": "load:CassandraTarget"}
+SERVERS = {"cassandra": "server:CassandraServer"}

@@ -1,0 +1,193 @@
+"""cassandra-driver under asyncio (phases 2-5): one Cluster and Session per
+target, its own connection pool and I/O thread; each request's ResponseFuture
+is bridged into an asyncio future (add_callbacks -> call_soon_threadsafe), so
+nothing blocks the event loop. Connecting and shutting down (blocking calls)
+run in a thread. Driver errors become tsbench's: push-back Retryable, refusals
+Fatal with the server's words (classify())."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+import time
+
+from cassandra import (OperationTimedOut, ReadTimeout, Unavailable, WriteTimeout)
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
+from cassandra.connection import ConnectionException
+from cassandra.policies import ConstantReconnectionPolicy, RoundRobinPolicy
+from cassandra.protocol import IsBootstrappingErrorMessage, OverloadedErrorMessage
+from cassandra.query import SimpleStatement, tuple_factory
+
+from ...errors import Fatal, Retryable, UserError
+
+CONNECT_TIMEOUT = 10.0
+NO_HOST_GRACE = 60.0          # seconds NoHostAvailable counts as a (re)starting server
+FETCH_SIZE = 5000
+ADMIN_RETRIES, ADMIN_PAUSE = 3, 2.0    # a DDL or count statement timed out: tried again, 3 times
+
+# The driver logs every server warning and reconnection attempt; tsbench reports errors itself.
+logging.getLogger("cassandra").addHandler(logging.NullHandler())
+logging.getLogger("cassandra").propagate = False
+
+PUSH_BACK = (OverloadedErrorMessage, IsBootstrappingErrorMessage, WriteTimeout, ReadTimeout, Unavailable,
+             OperationTimedOut, ConnectionException)
+
+
+def one_line(exc: BaseException) -> str:
+    """The driver's message in one line (NoHostAvailable: the first host's error)."""
+    if isinstance(exc, NoHostAvailable) and exc.errors:
+        host, err = next(iter(exc.errors.items()))
+        return f"no host available ({host}: {one_line(err) if isinstance(err, BaseException) else err})"
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:1000]
+
+
+class Session:
+    """One cluster connection; requests from any coroutine of the loop that opened it."""
+
+    def __init__(self, cluster: Cluster, session, what: str):
+        self.cluster, self.session, self.what = cluster, session, what
+        self.loop = asyncio.get_running_loop()
+        self._down_since: float | None = None
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.cluster.shutdown)
+
+    # ---- errors ---------------------------------------------------------------------------
+    def classify(self, exc: BaseException) -> Exception:
+        """Retryable for push-back, Fatal (the server's words) for everything else."""
+        if isinstance(exc, NoHostAvailable):
+            now = time.monotonic()
+            self._down_since = self._down_since or now
+            if now - self._down_since < NO_HOST_GRACE:
+                return Retryable(f"{self.what}: {one_line(exc)}")
+            return Fatal(f"{self.what}: {one_line(exc)} for {now - self._down_since:.0f} s")
+        if isinstance(exc, PUSH_BACK):
+            return Retryable(f"{self.what}: {type(exc).__name__}: {one_line(exc)}")
+        return Fatal(f"{self.what}: {one_line(exc)}")
+
+    # ---- one request -----------------------------------------------------------------------
+    def _future(self, stmt, params=None, all_pages: bool = True) -> asyncio.Future:
+        """The rows of one statement (every page when all_pages) as an asyncio future."""
+        fut = self.loop.create_future()
+        fut.add_done_callback(_swallow)      # an error nobody awaits (a batch given up) is not logged
+        rows: list = []
+        try:
+            rf = self.session.execute_async(stmt, params)
+        except Exception as exc:             # e.g. NoHostAvailable raised at once
+            fut.set_exception(exc)
+            return fut
+
+        def done(result, exc) -> None:
+            if not fut.done():
+                if exc is not None:
+                    fut.set_exception(exc)
+                else:
+                    fut.set_result(result)
+
+        def page(result) -> None:
+            try:
+                rows.extend(result or ())
+                if all_pages and rf.has_more_pages:
+                    rf.start_fetching_next_page()
+                    return
+            except Exception as exc:
+                self.loop.call_soon_threadsafe(done, None, exc)
+                return
+            self._down_since = None
+            self.loop.call_soon_threadsafe(done, rows, None)
+
+        rf.add_callbacks(page, lambda exc: self.loop.call_soon_threadsafe(done, None, exc))
+        return fut
+
+    async def rows(self, cql, params=None, fetch_all: bool = True) -> list:
+        """Every row of a statement (DDL, counts, the index: not the load). Push-back is
+        retried ADMIN_RETRIES times, ADMIN_PAUSE s apart, then Fatal; other errors are Fatal."""
+        for attempt in range(ADMIN_RETRIES + 1):
+            try:
+                return await self._future(cql, params, fetch_all)
+            except Exception as exc:
+                err = self.classify(exc)
+                if not isinstance(err, Retryable) or attempt == ADMIN_RETRIES:
+                    raise Fatal(str(err)) from None
+            await asyncio.sleep(ADMIN_PAUSE)
+        raise AssertionError("unreachable")
+
+    async def run(self, cql: str, params=None) -> None:
+        """A statement whose rows do not matter (DDL)."""
+        await self.rows(cql, params, fetch_all=False)
+
+    async def prepare(self, cql: str):
+        """A prepared statement (the driver prepares synchronously: in a thread)."""
+        try:
+            return await asyncio.to_thread(self.session.prepare, cql)
+        except Exception as exc:
+            raise Fatal(f"{self.what}: preparing {cql[:200]}: {one_line(exc)}") from None
+
+    # ---- many requests ---------------------------------------------------------------------
+    async def write_all(self, texts: list[bytes], in_flight: int) -> None:
+        """Send every statement text, in_flight at a time; the first error is raised (the rest
+        still finish in the driver; their outcome is dropped)."""
+        pending: set[asyncio.Future] = set()
+        try:
+            for text in texts:
+                if len(pending) >= in_flight:
+                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    for d in done:
+                        d.result()
+                pending.add(self._future(SimpleStatement(text, is_idempotent=True), all_pages=False))
+            if pending:
+                done, pending = await asyncio.wait(pending)
+                for d in done:
+                    d.result()
+        except Exception as exc:
+            if isinstance(exc, (Fatal, Retryable, UserError)):
+                raise
+            raise self.classify(exc) from None
+
+    async def read_all(self, stmts: list, in_flight: int) -> list[list]:
+        """Every row of every (bound) statement, in_flight at a time, in the statements' order."""
+        sem = asyncio.Semaphore(in_flight)
+
+        async def one(s) -> list:
+            async with sem:
+                return await self._future(s)
+        try:
+            return list(await asyncio.gather(*(one(s) for s in stmts)))
+        except Exception as exc:
+            raise Fatal(f"{self.what}: {one_line(exc)}") from None
+
+
+def _swallow(f: asyncio.Future) -> None:
+    if not f.cancelled():
+        f.exception()
+
+
+async def connect(contacts: list[tuple[str, int]], request_timeout: float, what: str) -> Session:
+    """A Session on the cluster; UserError naming the URL if no contact point answers."""
+    profile = ExecutionProfile(load_balancing_policy=RoundRobinPolicy(), request_timeout=request_timeout,
+                               row_factory=tuple_factory)
+    cluster = Cluster(contact_points=contacts, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+                      connect_timeout=CONNECT_TIMEOUT, control_connection_timeout=CONNECT_TIMEOUT,
+                      reconnection_policy=ConstantReconnectionPolicy(0.5, max_attempts=None),
+                      schema_metadata_enabled=False, token_metadata_enabled=False,
+                      sockopts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])   # no Nagle delay per batch
+    try:
+        session = await asyncio.to_thread(cluster.connect)
+    except Exception as exc:
+        await asyncio.to_thread(cluster.shutdown)
+        raise UserError(f"{what}: cannot connect: {one_line(exc)}") from None
+    session.default_fetch_size = FETCH_SIZE
+    return Session(cluster, session, what)
+
+
+def tablestats_live(text: str, keyspace: str, tables: set[str]) -> int:
+    """Sum of "Space used (live)" over tables in `nodetool tablestats -F json` output."""
+    start = text.find("{")
+    if start < 0:
+        raise Fatal(f"cassandra: nodetool tablestats printed no JSON: {text.strip()[:300]}")
+    doc = json.loads(text[start:])
+    stats = doc.get(keyspace, {}).get("tables", {})
+    return sum(int(v.get("space_used_live", 0)) for name, v in stats.items() if name in tables)
