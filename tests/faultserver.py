@@ -1,7 +1,8 @@
 """A fault-injecting HTTP server for the load tests: it speaks the null-http
 sink's API (/ping, /write, /count, /reset) and misbehaves on purpose: answers
-503 or a fatal 400 for a number of writes, resets connections, or stalls.
-It runs in a thread of the test process, on 127.0.0.1 and a free port."""
+503 or a fatal 400 for a number of writes, resets connections, or stalls; at
+GET / it answers 404, or a given JSON document with given headers (a server that
+is not what the client expects). It runs in a thread of the test process, on 127.0.0.1 and a free port."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ class FaultServer:
         self.faults: list[str] = []       # consumed one per write: "503", "reset", "stall", "fatal"
         self.always: str | None = None    # a fault for every write
         self.stall_seconds = 2.0
+        self.root: dict | None = None     # a JSON document answered at GET / (None: 404)
+        self.root_headers: dict = {}      # and headers sent with it
         self.rows = 0
         self.writes = 0
         self.refused = 0
@@ -48,7 +51,7 @@ class FaultServer:
         asyncio.set_event_loop(self._loop)
         app = web.Application(client_max_size=1 << 30)
         app.add_routes([web.get("/ping", self._ping), web.post("/write", self._write),
-                        web.get("/count", self._count), web.post("/reset", self._reset)])
+                        web.get("/count", self._count), web.post("/reset", self._reset), web.get("/", self._root)])
         self._runner = web.AppRunner(app, access_log=None)
         self._loop.run_until_complete(self._runner.setup())
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -59,6 +62,9 @@ class FaultServer:
 
     async def _ping(self, request):
         return web.Response(status=204)
+
+    async def _root(self, request):
+        return web.Response(status=404) if self.root is None else web.json_response(self.root, headers=self.root_headers)
 
     async def _reset(self, request):
         self.rows = 0

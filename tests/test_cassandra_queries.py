@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from tsbench.databases.cassandra.cql import CqlPlan, CqlSeries, CqlWide, int_filter, parse_tags
+from tsbench.databases.cassandra.cql import CqlPlan, int_filter, parse_tags
+from tsbench.databases.cassandra.cql_series import CqlSeries
+from tsbench.databases.cassandra.cql_wide import CqlWide
 from tsbench.model import Column, Table, Tables
 from tsbench.queries.base import DAY, HOUR, MINUTE, QuerySpec
 from tsbench.queries.catalog import CATALOG

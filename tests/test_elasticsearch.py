@@ -2,12 +2,15 @@
 beyond the contract suite: every index template loads and verifies, a document the
 server refuses fails the load with one line naming its reason, rejected (429) items of
 a partly taken bulk are re-sent alone (never doubling the others), Elasticsearch 7.10
-starts and loads, and an unreachable or foreign URL is one line. One OpenSearch server
-for the module; Elasticsearch 7.10 in its own test."""
+starts and loads, an unreachable or foreign URL is one line, and both clients
+(client=library: opensearch-py for OpenSearch and 7.10; client=http: aiohttp) load and
+answer as the reference while the `elasticsearch` package's product check is one
+line. One OpenSearch server for the module; Elasticsearch 7.10 in its own test."""
 
 from __future__ import annotations
 
 import asyncio
+import warnings
 import json
 
 import numpy as np
@@ -20,6 +23,9 @@ from tsbench.dataset import DatasetSpec, resolve
 from tsbench.errors import Fatal, Retryable, ServerLacks, UserError
 from tsbench.generate import generate
 from tsbench.model import Batch, Column, Table, Tables
+from tsbench.queries.compare import compare
+
+CLIENT_TYPES = ["single-groupby-5-1-1", "double-groupby-1", "lastpoint", "groupby-orderby-limit"]
 
 pytestmark = pytest.mark.elasticsearch
 
@@ -183,11 +189,101 @@ def test_elasticsearch_7_10_starts_loads_and_says_what_it_lacks(devops_csv):
             finally:
                 await t.close()
         version, t = asyncio.run(go())
-        assert version.startswith("elasticsearch 7.10.2")
+        assert version.startswith("elasticsearch 7.10.2 (client opensearch-py "), version
         spec = session.draw(devops_csv.dataset, ["high-cpu-1"], 1, seed=1, allow_empty=True)[0]
         with pytest.raises(ServerLacks) as ei:
             t.render(spec)
         assert "7.10.2" in str(ei.value)
+        _client_loads_and_answers(srv.url, devops_csv, "http", "elasticsearch 7.10.2 (client aiohttp)")
+        assert "product check" in _elasticsearch_package_refusal(srv.url)
+
+
+async def _client_answers(url: str, df, client: str) -> tuple[str, list[str]]:
+    """The version string with this client and the queries whose answers differ from the reference."""
+    from tsbench import session
+    from tsbench.queries.reference import Reference
+
+    ref = Reference(df.dataset)
+    specs = session.draw(df.dataset, CLIENT_TYPES, 2, seed=5, reference=ref)
+    failures = []
+    t = _target(url, {"client": client})
+    await t.open()
+    try:
+        await t.prepare(2)
+        for spec in specs:
+            native = t.render(spec)
+            ans = await t.query(native)
+            assert (ans.ttfb is None) == (client == "library") and ans.seconds > 0
+            m = compare(spec.params, ref.expected(spec), t.answer_rows(native, ans))
+            if m is not None:
+                failures.append(f"{spec.type} #{spec.id}: {m.diff()}")
+        return await t.version(), failures
+    finally:
+        await t.close()
+
+
+def _client_loads_and_answers(url: str, df, client: str, version_start: str) -> None:
+    res = load_into("elasticsearch", url, df, {"client": client})
+    assert res.counted == res.expected == df.rows
+    version, failures = asyncio.run(_client_answers(url, df, client))
+    assert version.startswith(version_start), version
+    assert not failures, "\n".join(failures)
+
+
+def _elasticsearch_package_refusal(url: str) -> str:
+    """What the `elasticsearch` package says of a server (asked directly, as if it were 8.x)."""
+    from tsbench.databases.elasticsearch.clients import ElasticsearchPy
+
+    async def go():
+        lib = ElasticsearchPy(url, "test", (), 8)
+        try:
+            await lib.request("GET", "/", None, {})
+        finally:
+            await lib.close()
+    with pytest.raises(UserError) as ei:
+        asyncio.run(go())
+    msg = str(ei.value)
+    assert "\n" not in msg and "use client: http" in msg, msg
+    return msg
+
+
+@pytest.mark.parametrize("client,version", [("library", "opensearch 2.19.1 (client opensearch-py "),
+                                            ("http", "opensearch 2.19.1 (client aiohttp)")])
+def test_each_client_on_opensearch_loads_and_answers_as_the_reference(opensearch, devops_csv, client, version):
+    _client_loads_and_answers(opensearch, devops_csv, client, version)
+    assert "product check" in _elasticsearch_package_refusal(opensearch)
+
+
+def test_a_server_saying_it_is_elasticsearch_8_without_the_product_header_is_one_line():
+    async def go(url):
+        t = _target(url, {"client": "library"})
+        try:
+            await t.open()
+        finally:
+            await t.close()
+    with FaultServer() as fs:
+        fs.root = {"version": {"number": "8.15.0"}}           # no X-Elastic-Product header
+        with pytest.raises(UserError) as ei:
+            asyncio.run(go(fs.url))
+    msg = str(ei.value)
+    assert "\n" not in msg and "product check" in msg and "use client: http" in msg, msg
+
+
+def test_a_server_warning_header_is_not_printed_through_the_library():
+    from tsbench.databases.elasticsearch.clients import OpenSearchPy
+
+    async def go(url):
+        lib = OpenSearchPy(url, "test", ())
+        try:
+            return await lib.request("GET", "/", None, {})
+        finally:
+            await lib.close()
+    with FaultServer() as fs, warnings.catch_warnings(record=True) as seen:
+        fs.root = {"version": {"number": "2.19.1"}}
+        fs.root_headers = {"Warning": '299 OpenSearch-2.19.1 "this request accesses system indices: [.tasks]"'}
+        warnings.simplefilter("always")
+        status, _ = asyncio.run(go(fs.url))
+    assert status == 200 and not [str(w.message) for w in seen], [str(w.message) for w in seen]
 
 
 def test_unreachable_and_foreign_urls_are_one_line(devops_csv):

@@ -46,6 +46,8 @@ def test_load_local_server_end_to_end(tshome, tmp_path, target, extra, uc):
     if target != "duckdb":                      # a server was started, and is stopped again
         pid = int(re.search(r"started \S+ \S+ \(pid (\d+)\)", err).group(1))
         assert f"stopped {target} (pid {pid})" in err and not pid_alive(pid)
-        assert s["disk"]["datadir_allocated_bytes"] > 0 and s["server_cpu_seconds"] > 0
+        assert s["disk"]["datadir_allocated_bytes"] > 0 and s["server_cpu_seconds"] is not None
+        # cpu-only is 7,200 rows: a server can spend less than one clock tick (10 ms) on it
+        assert s["server_cpu_seconds"] > 0 or (uc == "cpu-only" and s["server_cpu_seconds"] == 0)
     if uc == "devops":
         assert s["compact_seconds"] is not None

@@ -19,6 +19,18 @@ PUSHBACK_STATUS = frozenset({429, 502, 503, 504})
 KEEPALIVE_S = 300.0        # idle keep-alive connections kept this long (aiohttp's default: 15 s)
 
 
+def batch_answer(what: str, status: int, body: bytes, pushback_words: tuple[str, ...]) -> bytes:
+    """The answer to a POSTed batch: a 2xx's body; push-back (PUSHBACK_STATUS, or one of
+    pushback_words in the body) raises Retryable, any other status Fatal with the server's words."""
+    if status < 300:
+        return body
+    text = body.decode("utf-8", "replace").strip()
+    msg = f"{what}: HTTP {status}: {text[:500] or '(empty body)'}"
+    if status in PUSHBACK_STATUS or any(w in text for w in pushback_words):
+        raise Retryable(msg)
+    raise Fatal(msg)
+
+
 @dataclass
 class Timed:
     """One timed request: status, body, seconds to the body's first and last byte
@@ -26,7 +38,7 @@ class Timed:
 
     status: int
     body: bytes
-    ttfb: float
+    ttfb: float | None         # None: not seen (a client library answering whole)
     seconds: float
     connect_s: float | None
 
@@ -85,13 +97,7 @@ class HttpClient:
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, asyncio.TimeoutError,
                 ConnectionError) as exc:
             raise Retryable(f"{self.what}: {_reason(exc)}") from None
-        if status < 300:
-            return body
-        text = body.decode("utf-8", "replace").strip()
-        msg = f"{self.what}: HTTP {status}: {text[:500] or '(empty body)'}"
-        if status in PUSHBACK_STATUS or any(w in text for w in self.pushback_words):
-            raise Retryable(msg)
-        raise Fatal(msg)
+        return batch_answer(self.what, status, body, self.pushback_words)
 
     async def warm(self, n: int, path: str) -> None:
         """Open n keep-alive connections (n concurrent GETs of a cheap path), before timing."""

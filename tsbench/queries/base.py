@@ -70,6 +70,17 @@ class Answer:
     client_s: float | None = None     # seconds of client work to produce the answer (inside `seconds`)
     connect_s: float | None = None    # seconds spent opening a connection for this query (not in `seconds`)
 
+    def add_response(self, t) -> None:
+        """One more timed response of a query sent as several requests (t: an HTTP
+        client's Timed: body, seconds, ttfb, connect_s): its body kept, its bytes and
+        seconds added; the first response's ttfb stands."""
+        self.raw.append(t.body)
+        self.nbytes += len(t.body)
+        self.seconds += t.seconds
+        self.ttfb = t.ttfb if self.ttfb is None else self.ttfb
+        if t.connect_s is not None:
+            self.connect_s = (self.connect_s or 0.0) + t.connect_s
+
 
 @dataclass
 class DatasetContext:

@@ -1,6 +1,7 @@
 """Apache Cassandra (phases 2-5): CQL text in unlogged batches rendered by the
 C core, two schemas (the seed's `series` table of values, or one `wide` table
-per measurement), queries in CQL (cql.py); the server 5.0 from Maven Central."""
+per measurement), queries in CQL (cql.py, with cql_series.py, cql_wide.py and
+cql_iot.py); the server 5.0 from Maven Central."""
 
 TARGETS = {"cassandra": "load:CassandraTarget"}
 SERVERS = {"cassandra": "server:CassandraServer"}

@@ -42,8 +42,9 @@ this URL; with neither it is skipped, saying why. disk_bytes(): nodetool
 tablestats' "Space used (live)" of the keyspace's tables, else (no JMX)
 system_views.disk_usage (whole MiB).
 
-Queries: cql.py renders a plan (statements with `?` markers and a finish()
-that computes the canonical rows on the client); see its docstring for the
+Queries: the dialects (cql_series.py, cql_wide.py, on cql.py) render a plan
+(statements with `?` markers and a finish() that computes the canonical rows on
+the client); see cql.py's docstring for the
 contract this class keeps (the partition index read in attach(), statements
 prepared in prepare(), run concurrently, finish() timed as client work).
 
@@ -69,7 +70,8 @@ from ...queries.base import Answer
 from ..server import all_states, say
 from ..target import Target, exists_error
 from . import driver
-from .cql import CqlSeries, CqlWide
+from .cql_series import CqlSeries
+from .cql_wide import CqlWide
 from .schema import (SERIES_TABLES, check_fields, ident, keyspace_ddl, partition_key, table_columns, table_ddl,
                      template_ops)
 from .server import nodetool

@@ -1,7 +1,7 @@
 """The two Cassandra layouts (phase 2): their DDL, and per measurement the ops
 of a C template (native.Template) that renders one CSV line of a split batch
 (`time,tag1..tagN,field1..fieldM`) as CQL INSERT text. Plain data; load.py
-runs it, cql.py (the queries) reads the same layouts.
+runs it, the cql*.py dialects (the queries) read the same layouts.
 
 schema=series (the seed's and TSBS's): `series_double` / `series_bigint`
 (series_id text, timestamp_ns bigint, value, PRIMARY KEY (series_id,

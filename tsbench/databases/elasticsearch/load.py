@@ -5,11 +5,16 @@ document per CSV row. Servers: `opensearch` (2.19.1, the default local server),
 `elasticsearch` (7.10.2, `server: local:elasticsearch`), or any cluster by URL
 (Elasticsearch 7 to 9, OpenSearch 1 and 2; credentials in the URL).
 
-Client: the shared aiohttp HttpClient (http.py) for everything, bulk and queries
-alike, not opensearch-py or elasticsearch-py: the request bodies are bytes built in
-C (bulk) or by the dialect (queries), and the answers are read by tsbench, so a
-client library would add only its own per-request Python (and its product check
-refuses the 7.10 and OpenSearch servers). version() names the client: aiohttp.
+Client (option `client`): `library` (the default) is the server's official Python
+client (clients.py): opensearch-py for OpenSearch and Elasticsearch 7 (the
+`elasticsearch` package's product check refuses both), the `elasticsearch` package
+(8.x/9.x) for Elasticsearch 8 and later; a query is timed from the call to the
+library's answer, without a time to first byte. `http` is the shared aiohttp
+HttpClient (http.py), which times a query to its first and last byte and a
+connection opened on the way apart. Either way the bodies are the same bytes (bulk
+NDJSON built in C, the dialect's JSON) and the answers are read by tsbench, through
+one seam (_wire, _request). version() names the client, e.g. "opensearch 2.19.1
+(client opensearch-py 3.2.0)".
 
 Load: each batch is split by measurement in C (native.split_csv), each part
 rendered in C into bulk NDJSON (native.render: a `create` action line and the
@@ -52,7 +57,7 @@ from ...model import Batch, Table, Tables
 from ...queries.base import Answer
 from ..http import HttpClient
 from ..target import Target, exists_error
-from . import templates
+from . import clients, templates
 from .dsl import EsDsl, EsQuery
 
 PUSHBACK_WORDS = ("es_rejected_execution_exception",)
@@ -69,6 +74,7 @@ class ElasticsearchOptions(BaseModel):
     template: Literal["default", "aggregation", "sorted"] = "default"
     shards: int = Field(1, ge=1)
     replicas: int = Field(0, ge=0)
+    client: Literal["library", "http"] = "library"  # opensearch-py or elasticsearch (clients.py); http: aiohttp
 
 
 def check_names(t: Table) -> None:
@@ -110,6 +116,7 @@ class ElasticsearchTarget(Target):
         super().__init__(url, options)
         self.what = f"elasticsearch at {self.url}"
         self.http: HttpClient | None = None
+        self.lib: clients.LibraryClient | None = None      # client=library (open())
         self.distribution = ""          # "opensearch" or "elasticsearch" (open())
         self.number = ""                # the server's version number
         self._tables: list[Table] = []
@@ -137,14 +144,31 @@ class ElasticsearchTarget(Target):
             await self.close()
             raise UserError(f"target elasticsearch: {self.url} runs Elasticsearch {self.number}; 7.0 or later "
                             f"is needed (typeless mappings, date_nanos)")
+        if self.options.client == "library":
+            try:
+                self.lib = await clients.connect(self.url, self.distribution, self.number, self.what,
+                                                 PUSHBACK_WORDS)
+            except BaseException:
+                await self.close()
+                raise
+
+    @property
+    def _wire(self):
+        """Where bulk, query and warm-up requests go: the library client, or the HttpClient."""
+        return self.lib if self.lib is not None else self.http
 
     async def close(self) -> None:
+        if self.lib is not None:
+            await self.lib.close()
+            self.lib = None
         if self.http is not None:
             await self.http.close()
             self.http = None
 
     async def version(self) -> str:
-        return f"{self.distribution} {self.number} (client aiohttp)" if self.number else ""
+        if not self.number:
+            return ""
+        return f"{self.distribution} {self.number} (client {self.lib.name if self.lib else 'aiohttp'})"
 
     # ---- create -------------------------------------------------------------------------
     def _bind(self, tables: Tables) -> None:
@@ -157,13 +181,19 @@ class ElasticsearchTarget(Target):
     def _indices(self) -> str:
         return ",".join(t.name for t in self._tables)
 
-    async def _ok(self, method: str, path: str, body: dict | None = None, ok=(200,)) -> tuple[int, bytes]:
-        data = None if body is None else json.dumps(body).encode()
+    async def _request(self, method: str, path: str, data: bytes | None) -> tuple[int, bytes]:
+        """One JSON request, any status back; no answer at all is Fatal."""
+        if self.lib is not None:
+            return await self.lib.request(method, path, data, JSON)
         try:
             async with self.http.session.request(method, self.http.base + path, data=data, headers=JSON) as r:
-                status, text = r.status, await r.read()
+                return r.status, await r.read()
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
             raise Fatal(f"{self.what}: {method} {path}: {str(exc) or type(exc).__name__}") from None
+
+    async def _ok(self, method: str, path: str, body: dict | None = None, ok=(200,)) -> tuple[int, bytes]:
+        data = None if body is None else json.dumps(body).encode()
+        status, text = await self._request(method, path, data)
         if status not in ok:
             raise Fatal(f"{self.what}: {method} {path}: HTTP {status}: {_reason(text)}")
         return status, text
@@ -238,7 +268,7 @@ class ElasticsearchTarget(Target):
         pause = 0.05
         while True:
             try:
-                resp = await self.http.post("/_bulk", body, params=BULK_PARAMS, headers=NDJSON)
+                resp = await self._wire.post("/_bulk", body, params=BULK_PARAMS, headers=NDJSON)
             except Retryable:
                 if not taken_any:
                     raise                       # nothing of the batch is in: the loader re-sends it whole
@@ -333,7 +363,7 @@ class ElasticsearchTarget(Target):
 
     async def prepare(self, workers: int) -> None:
         """One keep-alive connection per worker, opened before timing."""
-        await self.http.warm(workers, "/")
+        await self._wire.warm(workers, "/")
 
     async def drop_caches(self) -> str | None:
         """POST /_cache/clear: the query (filter) cache, the request cache and field data
@@ -344,7 +374,8 @@ class ElasticsearchTarget(Target):
         return None
 
     async def query(self, native_q: EsQuery) -> Answer:
-        """The requests in order, each timed from send to last byte. With native_q.client
+        """The requests in order, each timed from send to last byte (client=library: to the
+        library's answer, ttfb None). With native_q.client
         the answers are parsed inside the timed region, the next page's request asked of
         native_q.next() after the last, and the rows read (client_s: that work)."""
         ans = Answer([], 0, None, 0.0)
@@ -353,15 +384,10 @@ class ElasticsearchTarget(Target):
         t0 = time.perf_counter()
         while todo:
             path, body = todo.pop(0)
-            t = await self.http.timed_post(path, body, headers=JSON)
+            t = await self._wire.timed_post(path, body, headers=JSON)
             if t.status >= 300:
                 raise Fatal(f"{self.what}: {path}: HTTP {t.status}: {_reason(t.body)}")
-            ans.raw.append(t.body)
-            ans.nbytes += len(t.body)
-            ans.seconds += t.seconds
-            ans.ttfb = t.ttfb if ans.ttfb is None else ans.ttfb
-            if t.connect_s is not None:
-                ans.connect_s = (ans.connect_s or 0.0) + t.connect_s
+            ans.add_response(t)
             if native_q.client:
                 docs.append(_search_doc(self.what, path, t.body))
                 if not todo and (nxt := native_q.next(docs)) is not None:

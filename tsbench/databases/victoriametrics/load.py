@@ -212,12 +212,7 @@ class VictoriaMetricsTarget(Target):
         t0 = time.perf_counter()
         for req in native.requests:
             t = await self._request(req)
-            ans.raw.append(t.body)
-            ans.nbytes += len(t.body)
-            ans.seconds += t.seconds
-            ans.ttfb = t.ttfb if ans.ttfb is None else ans.ttfb
-            if t.connect_s is not None:
-                ans.connect_s = (ans.connect_s or 0.0) + t.connect_s
+            ans.add_response(t)
             acc.add(req, _doc(self.what, req, t.status, t.body)["data"]["result"])
             if native.limit and native.shape == "aggregate" and len(acc.keys) >= native.limit:
                 break                               # newest first: the older requests cannot make the cut
