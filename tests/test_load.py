@@ -235,6 +235,33 @@ def test_third_party_target_through_entry_point(monkeypatch):
     assert "mydb" in databases.names() and databases.target_class("mydb").name == "null"
 
 
+def test_a_restart_is_not_reported_as_the_server_s_death(tmp_path):
+    """A cold-cache pass restarts the server in a thread while the watchdog asks
+    exit_report() every 0.2 s: the old process's end must never read as a death."""
+    import threading
+
+    from tsbench.databases.null.server import NullHttpServer
+
+    srv = NullHttpServer(name=f"test-restart-watch-{os.getpid()}", instance_dir=tmp_path / "sink")
+    looks, deaths, done = [0], [], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            looks[0] += 1
+            if (r := srv.exit_report()) is not None:
+                deaths.append(r)
+    with srv:
+        t = threading.Thread(target=watch)
+        t.start()
+        try:
+            for _ in range(5):
+                srv.restart()
+        finally:
+            done.set()
+            t.join()
+    assert looks[0] > 100 and not deaths, deaths[:1]
+
+
 def test_server_restart_keeps_ports_and_changes_pid(tmp_path):
     from tsbench.databases.server import load_state, pid_alive
     from tsbench.databases.null.server import NullHttpServer

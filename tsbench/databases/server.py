@@ -186,6 +186,7 @@ class Server:
         self.options = dict(options or {})
         self.proc: subprocess.Popen | None = None
         self.state: State | None = None
+        self.restarting = False         # restart() under way: the old process's end is no death
 
     # ---- to implement -------------------------------------------------------------------
     def binary(self) -> pathlib.Path | None:
@@ -371,14 +372,20 @@ class Server:
         st = self.state or load_state(self.name)
         if st is None:
             raise UserError(f"server {self.name!r} is not running")
-        self.stop()
-        self._spawn(dict(st.ports))
-        self._until_ready(time.sleep)
+        self.restarting = True          # read by exit_report() from the watchdog, beside this thread
+        try:
+            self.stop()
+            self._spawn(dict(st.ports))
+            self._until_ready(time.sleep)
+        finally:
+            self.restarting = False
         return self.state
 
     def exit_report(self) -> str | None:
         """None while the process runs; once it has ended, how (exit status or signal) and
-        the last lines of its log."""
+        the last lines of its log. None during restart(): that end is asked for."""
+        if self.restarting:
+            return None
         if self.proc is not None:
             code = self.proc.poll()
             if code is None:
