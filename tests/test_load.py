@@ -262,6 +262,34 @@ def test_a_restart_is_not_reported_as_the_server_s_death(tmp_path):
     assert looks[0] > 100 and not deaths, deaths[:1]
 
 
+def test_a_stop_during_a_restart_in_another_thread_leaves_no_process(tmp_path, monkeypatch):
+    """A cell that fails while its cold-cache restart runs in a thread stops the server
+    from the event loop's thread: the process the restart then starts is the one stopped."""
+    import threading
+    import time
+
+    from tsbench.databases.null.server import NullHttpServer
+    from tsbench.databases.server import pid_alive
+
+    srv = NullHttpServer(name=f"test-restart-stop-{os.getpid()}", instance_dir=tmp_path / "sink")
+    in_gap, spawned = threading.Event(), []
+    real_spawn = srv._spawn
+
+    def slow_spawn(ports):              # the old process gone, the new one not yet started
+        in_gap.set()
+        time.sleep(0.5)
+        real_spawn(ports)
+        spawned.append(srv.state.pid)
+    with srv:
+        monkeypatch.setattr(srv, "_spawn", slow_spawn)
+        t = threading.Thread(target=srv.restart)
+        t.start()
+        assert in_gap.wait(30)
+        srv.stop()
+        t.join(60)
+        assert spawned and not pid_alive(spawned[0])      # before the with block's own stop
+
+
 def test_server_restart_keeps_ports_and_changes_pid(tmp_path):
     from tsbench.databases.server import load_state, pid_alive
     from tsbench.databases.null.server import NullHttpServer

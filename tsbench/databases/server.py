@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, ClassVar
@@ -187,6 +188,7 @@ class Server:
         self.proc: subprocess.Popen | None = None
         self.state: State | None = None
         self.restarting = False         # restart() under way: the old process's end is no death
+        self._lock = threading.RLock()  # stop() waits for a restart() in another thread to end
 
     # ---- to implement -------------------------------------------------------------------
     def binary(self) -> pathlib.Path | None:
@@ -357,29 +359,34 @@ class Server:
         _kill(pid, self.proc)
 
     def stop(self) -> None:
-        """SIGTERM to the recorded pid (SIGKILL after stop_timeout); never by name."""
-        st = self.state or load_state(self.name)
-        if st is None:
-            return
-        if pid_alive(st.pid) and (st.pid_start is None or pid_start_time(st.pid) == st.pid_start):
-            self._terminate(st.pid)
-        remove_state(st.name)
-        self.state = None
-        self.proc = None
+        """SIGTERM to the recorded pid (SIGKILL after stop_timeout); never by name. A
+        restart() under way in another thread (a cold-cache pass whose cell failed) is
+        waited for (bounded by its ready_timeout), so the process it starts is the one
+        stopped, never left behind."""
+        with self._lock:
+            st = self.state or load_state(self.name)
+            if st is None:
+                return
+            if pid_alive(st.pid) and (st.pid_start is None or pid_start_time(st.pid) == st.pid_start):
+                self._terminate(st.pid)
+            remove_state(st.name)
+            self.state = None
+            self.proc = None
 
     def restart(self) -> State:
         """Stop and start again on the same data dir and ports (for cold-cache runs)."""
         st = self.state or load_state(self.name)
         if st is None:
             raise UserError(f"server {self.name!r} is not running")
-        self.restarting = True          # read by exit_report() from the watchdog, beside this thread
-        try:
-            self.stop()
-            self._spawn(dict(st.ports))
-            self._until_ready(time.sleep)
-        finally:
-            self.restarting = False
-        return self.state
+        with self._lock:
+            self.restarting = True      # read by exit_report() from the watchdog, beside this thread
+            try:
+                self.stop()
+                self._spawn(dict(st.ports))
+                self._until_ready(time.sleep)
+            finally:
+                self.restarting = False
+            return self.state
 
     def exit_report(self) -> str | None:
         """None while the process runs; once it has ended, how (exit status or signal) and
