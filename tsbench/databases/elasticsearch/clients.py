@@ -183,7 +183,7 @@ async def connect(url: str, distribution: str, number: str, what: str,
                         f"(or use client: http)") from None
     try:
         status, body = await lib.request("GET", "/", None, {})
-    except BaseException:
+    except BaseException:               # the library's pool closed, then re-raised: nothing hidden
         await lib.close()
         raise
     if status != 200:

@@ -148,7 +148,7 @@ class ElasticsearchTarget(Target):
             try:
                 self.lib = await clients.connect(self.url, self.distribution, self.number, self.what,
                                                  PUSHBACK_WORDS)
-            except BaseException:
+            except BaseException:       # the HTTP session closed, then re-raised: nothing hidden
                 await self.close()
                 raise
 
