@@ -1,11 +1,14 @@
 /* Rendering CSV parts through a template (phase 2: load): each CSV line of a
  * split part (time, tags, fields) becomes one piece of text a database takes
- * in bulk (an ES bulk action, a CQL INSERT, ...). The template is a list of
- * ops: literal bytes, a column in some encoding, a NULL guard. No globals, no
+ * in bulk (an ES bulk action, a CQL statement of a batch with its bound values
+ * in the protocol's binary form, ...). The template is a list of ops: literal
+ * bytes, a column in some encoding, a NULL guard, the start and end of a binary
+ * value built from several ops. No globals, no
  * allocation: the caller hands in the output buffer, the per-line end offsets
  * and a scratch array of column spans; a call that runs out of room stops at
  * a line boundary and is resumed by calling again with more room. */
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "tsbench.h"
@@ -119,21 +122,6 @@ static char *put_jsonin(span v, char *o)
     return o;
 }
 
-/* the value as the inside of a CQL string literal: ' doubled */
-static char *put_cqlin(span v, char *o)
-{
-    int q;
-    v = inner(v, &q);
-    for (const char *p = v.s; p < v.e; p++) {
-        *o++ = *p;
-        if (*p == '\'')
-            *o++ = '\'';
-        else if (*p == '"' && q)
-            p++;
-    }
-    return o;
-}
-
 /* ---- time --------------------------------------------------------------------------- */
 
 static int digits(const char *p, int n, int32_t *v)
@@ -206,6 +194,67 @@ static int64_t floor_ms(int64_t ns)
     return ms - (ns % NS_PER_MS < 0);
 }
 
+/* ---- CQL binary values ------------------------------------------------------------- */
+
+static char *put_be32(char *o, uint32_t v)
+{
+    for (int i = 3; i >= 0; i--, v >>= 8)
+        o[i] = (char)(v & 0xff);
+    return o + 4;
+}
+
+static char *put_be64(char *o, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--, v >>= 8)
+        o[i] = (char)(v & 0xff);
+    return o + 8;
+}
+
+/* a [bytes] of 4 or 8 bytes */
+static char *put_v32(char *o, uint32_t v) { return put_be32(put_be32(o, 4), v); }
+static char *put_v64(char *o, uint64_t v) { return put_be64(put_be32(o, 8), v); }
+
+/* the unquoted value copied NUL-terminated into tmp[cap]; 0 when empty or too long */
+static size_t number_text(span v, char *tmp, size_t cap)
+{
+    int q;
+    v = inner(v, &q);
+    size_t n = (size_t)(v.e - v.s);
+    if (n == 0 || n >= cap)
+        return 0;
+    memcpy(tmp, v.s, n);
+    tmp[n] = 0;
+    return n;
+}
+
+static int parse_double(span v, double *x)
+{
+    char tmp[64], *end;
+    size_t n = number_text(v, tmp, sizeof tmp);
+    if (n == 0 || tmp[0] == ' ')
+        return 0;
+    *x = strtod(tmp, &end);
+    return end == tmp + n;
+}
+
+static int parse_int64(span v, int64_t *x)
+{
+    char tmp[32] = {0};
+    size_t n = number_text(v, tmp, sizeof tmp), i = tmp[0] == '-' || tmp[0] == '+';
+    int64_t r = 0;
+    if (n == 0 || i == n)
+        return 0;
+    for (; i < n; i++) {
+        if (tmp[i] < '0' || tmp[i] > '9' || __builtin_mul_overflow(r, 10, &r) ||
+            __builtin_add_overflow(r, tmp[0] == '-' ? -(tmp[i] - '0') : tmp[i] - '0', &r))
+            return 0;
+    }
+    *x = r;
+    return 1;
+}
+
+static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b < 0); }
+
 /* ---- rendering ---------------------------------------------------------------------- */
 
 /* bytes op k can write at most for value v */
@@ -214,46 +263,115 @@ static uint64_t op_bound(const ts_op *op, span v)
     uint64_t len = (uint64_t)(v.e - v.s);
     switch (op->enc) {
     case TS_ENC_JSON: case TS_ENC_JSONIN: return 6 * len + 2;
-    case TS_ENC_CQL: case TS_ENC_CQLIN: return 2 * len + 2;
     case TS_ENC_RAW: return len;
+    case TS_ENC_V_TEXT: return len + 4;
     default: return 24;   /* numbers and dates */
     }
 }
 
-/* one column op: returns the end of what it wrote, or NULL (a bad time) */
-static char *put_col(const ts_op *op, span v, char *o)
+/* a CQL binary value of a time column (ns parsed) */
+static char *put_time_value(int32_t enc, int64_t ns, char *o)
+{
+    switch (enc) {
+    case TS_ENC_V_NS: return put_v64(o, (uint64_t)ns);
+    case TS_ENC_V_MS: return put_v64(o, (uint64_t)floor_ms(ns));
+    case TS_ENC_V_SUBMS: return put_v32(o, (uint32_t)(ns - floor_ms(ns) * NS_PER_MS));
+    default: return put_v32(o, (uint32_t)(floor_div(ns, 86400 * NS_PER_S) + (INT64_C(1) << 31)));
+    }
+}
+
+/* a CQL binary value: TS_OK, TS_ERR_NUMBER or TS_ERR_TIME; *o advanced */
+static int32_t put_value(int32_t enc, span v, char **o)
+{
+    double x;
+    int64_t i;
+    if (is_null(v)) {
+        *o = put_be32(*o, (uint32_t)-2);   /* unset: no tombstone */
+        return TS_OK;
+    }
+    switch (enc) {
+    case TS_ENC_V_TEXT: {
+        char *s = *o + 4, *e = put_raw(v, s);
+        put_be32(*o, (uint32_t)(e - s));
+        *o = e;
+        return TS_OK;
+    }
+    case TS_ENC_V_DOUBLE:
+        if (!parse_double(v, &x))
+            return TS_ERR_NUMBER;
+        memcpy(&i, &x, 8);
+        *o = put_v64(*o, (uint64_t)i);
+        return TS_OK;
+    case TS_ENC_V_BIGINT:
+        if (!parse_int64(v, &i))
+            return TS_ERR_NUMBER;
+        *o = put_v64(*o, (uint64_t)i);
+        return TS_OK;
+    }
+    if (!parse_time(v, &i))
+        return TS_ERR_TIME;
+    *o = put_time_value(enc, i, *o);
+    return TS_OK;
+}
+
+/* one column op: TS_OK, or TS_ERR_TIME / TS_ERR_NUMBER; *o advanced */
+static int32_t put_col(const ts_op *op, span v, char **o)
 {
     int64_t ns;
+    char *p = *o;
     switch (op->enc) {
-    case TS_ENC_RAW: return put_raw(v, o);
-    case TS_ENC_JSON: *o++ = '"'; o = put_jsonin(v, o); *o++ = '"'; return o;
-    case TS_ENC_JSONIN: return put_jsonin(v, o);
-    case TS_ENC_CQL: *o++ = '\''; o = put_cqlin(v, o); *o++ = '\''; return o;
-    case TS_ENC_CQLIN: return put_cqlin(v, o);
+    case TS_ENC_RAW: *o = put_raw(v, p); return TS_OK;
+    case TS_ENC_JSON: *p++ = '"'; p = put_jsonin(v, p); *p++ = '"'; *o = p; return TS_OK;
+    case TS_ENC_JSONIN: *o = put_jsonin(v, p); return TS_OK;
     }
+    if (op->enc >= TS_ENC_V_TEXT)
+        return put_value(op->enc, v, o);
     if (!parse_time(v, &ns))
-        return NULL;
+        return TS_ERR_TIME;
     switch (op->enc) {
-    case TS_ENC_NS: return o + ts_fmt_i64(ns, o);
-    case TS_ENC_MS: return o + ts_fmt_i64(floor_ms(ns), o);
-    case TS_ENC_SUBMS: return o + ts_fmt_u64((uint64_t)(ns - floor_ms(ns) * NS_PER_MS), o);
-    case TS_ENC_DAY: memcpy(o, inner(v, &(int){0}).s, 10); return o + 10;
+    case TS_ENC_NS: *o = p + ts_fmt_i64(ns, p); break;
+    case TS_ENC_MS: *o = p + ts_fmt_i64(floor_ms(ns), p); break;
+    case TS_ENC_SUBMS: *o = p + ts_fmt_u64((uint64_t)(ns - floor_ms(ns) * NS_PER_MS), p); break;
+    default: memcpy(p, inner(v, &(int){0}).s, 10); *o = p + 10; break;   /* TS_ENC_DAY */
     }
-    return NULL;
+    return TS_OK;
+}
+
+/* an OPEN or CLOSE op: the length slot reserved, or the open value's length written */
+static int32_t open_close(const ts_op *op, char **open, char **o, const char *lim)
+{
+    if (op->kind == TS_OP_OPEN) {
+        if (*open || lim - *o < 4)
+            return *open ? TS_ERR_ARG : TS_ERR_SPACE;
+        *open = *o;
+        *o += 4;
+        return TS_OK;
+    }
+    if (!*open)
+        return TS_ERR_ARG;
+    put_be32(*open, (uint32_t)(*o - *open - 4));
+    *open = NULL;
+    return TS_OK;
 }
 
 /* run the template over one parsed line into out[*used, cap); TS_ERR_SPACE leaves *used */
 static int32_t render_line(const ts_template *t, const span *cols, uint32_t ncols, char *out, uint64_t cap,
                            uint64_t *used, int32_t *err_col)
 {
-    char *o = out + *used, *lim = out + cap;
+    char *o = out + *used, *lim = out + cap, *open = NULL;
     for (int32_t k = 0; k < t->n_ops; k++) {
         const ts_op *op = &t->ops[k];
+        int32_t rc;
         if (op->kind == TS_OP_LIT) {
             if ((uint64_t)(lim - o) < op->lit_len)
                 return TS_ERR_SPACE;
             memcpy(o, t->lits + op->lit_off, op->lit_len);
             o += op->lit_len;
+            continue;
+        }
+        if (op->kind == TS_OP_OPEN || op->kind == TS_OP_CLOSE) {
+            if ((rc = open_close(op, &open, &o, lim)) != TS_OK)
+                return rc;
             continue;
         }
         if ((uint32_t)op->col >= ncols) {
@@ -268,13 +386,13 @@ static int32_t render_line(const ts_template *t, const span *cols, uint32_t ncol
         }
         if ((uint64_t)(lim - o) < op_bound(op, v))
             return TS_ERR_SPACE;
-        char *e = put_col(op, v, o);
-        if (!e) {
+        if ((rc = put_col(op, v, &o)) != TS_OK) {
             *err_col = op->col;
-            return TS_ERR_TIME;
+            return rc;
         }
-        o = e;
     }
+    if (open)
+        return TS_ERR_ARG;
     *used = (uint64_t)(o - out);
     return TS_OK;
 }

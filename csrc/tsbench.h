@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 /* CDEF BEGIN */
-#define TS_API_VERSION 3
+#define TS_API_VERSION 4
 
 /* step distributions: normal(mean=a, sd=b) | uniform[a, b) | constant a */
 enum { TS_DIST_NORMAL = 0, TS_DIST_UNIFORM = 1, TS_DIST_CONST = 2 };
@@ -259,18 +259,27 @@ int32_t ts_split_csv(const ts_csv_layout *layout, const char *buf, uint64_t len,
 /* errors of ts_render, besides TS_ERR_ARG and TS_ERR_SPACE */
 enum { TS_ERR_CSV = -6,      /* a malformed CSV line: an unterminated quote, text after a closing quote */
        TS_ERR_TIME = -7,     /* a time encoding of a value that is not YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z */
-       TS_ERR_COLUMN = -8 }; /* an op names a column the line lacks */
+       TS_ERR_COLUMN = -8,   /* an op names a column the line lacks */
+       TS_ERR_NUMBER = -9 }; /* a number encoding of a value that is not a number (or out of range) */
 
-enum { TS_OP_LIT = 0, TS_OP_COL = 1, TS_OP_IF = 2 };
+/* OPEN starts a CQL [bytes] value whose 4-byte length the next CLOSE writes (no nesting):
+ * a value made of literals and columns, like a series key */
+enum { TS_OP_LIT = 0, TS_OP_COL = 1, TS_OP_IF = 2, TS_OP_OPEN = 3, TS_OP_CLOSE = 4 };
 
 /* column encodings: the CSV value unquoted | a JSON string (quotes included) | its inside |
- * a CQL string literal | its inside | a time column as epoch ns | epoch ms (floor) | ns within
- * that ms (0..999999) | its UTC date YYYY-MM-DD */
-enum { TS_ENC_RAW = 0, TS_ENC_JSON = 1, TS_ENC_JSONIN = 2, TS_ENC_CQL = 3, TS_ENC_CQLIN = 4,
-       TS_ENC_NS = 5, TS_ENC_MS = 6, TS_ENC_SUBMS = 7, TS_ENC_DAY = 8 };
+ * a time column as epoch ns | epoch ms (floor) | ns within that ms (0..999999) | its UTC date
+ * YYYY-MM-DD (3 and 4, CQL string literals, are retired: loads bind values, 9..15) */
+enum { TS_ENC_RAW = 0, TS_ENC_JSON = 1, TS_ENC_JSONIN = 2,
+       TS_ENC_NS = 5, TS_ENC_MS = 6, TS_ENC_SUBMS = 7, TS_ENC_DAY = 8,
+/* CQL binary values, each a [bytes] (int32 big-endian length, then the value; a NULL is "unset",
+ * length -2): the CSV value unquoted as text | a double | a bigint | a time column as a bigint of
+ * epoch ns | a timestamp (epoch ms, floor) | an int of the ns within that ms | a date (days + 2^31) */
+       TS_ENC_V_TEXT = 9, TS_ENC_V_DOUBLE = 10, TS_ENC_V_BIGINT = 11, TS_ENC_V_NS = 12, TS_ENC_V_MS = 13,
+       TS_ENC_V_SUBMS = 14, TS_ENC_V_DATE = 15 };
 
 /* one op: LIT writes lits[lit_off, lit_off + lit_len); COL writes column col encoded as enc;
- * IF skips the next skip ops when column col is NULL (an empty unquoted value) */
+ * IF skips the next skip ops when column col is NULL (an empty unquoted value); OPEN, CLOSE:
+ * above */
 typedef struct {
     int32_t kind, col, enc, skip;
     uint32_t lit_off, lit_len;
@@ -294,7 +303,7 @@ typedef struct {
     uint64_t out_used;     /* output bytes written */
     uint64_t lines;        /* lines rendered = entries of ends written */
     uint64_t err_pos;      /* on an error: offset in buf of the line */
-    int32_t err_col;       /* TS_ERR_TIME / TS_ERR_COLUMN: the column */
+    int32_t err_col;       /* TS_ERR_TIME / TS_ERR_COLUMN / TS_ERR_NUMBER: the column */
 } ts_render_state;
 
 /* render the CSV lines of buf[0, len) (blank lines skipped) through t into out; ends[i] = end

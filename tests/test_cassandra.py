@@ -1,5 +1,5 @@
-"""Cassandra target and server (phase 2): the C templates render the agreed
-layouts' CQL (no server); against one real Cassandra 5.0 started by tsbench
+"""Cassandra target and server (phase 2): the C templates bind the agreed
+layouts' prepared INSERTs (no server; decoded by the protocol's rules); against one real Cassandra 5.0 started by tsbench
 for the module: a small devops CSV loaded into each schema, counted and read
 back exactly, if_exists abort, an unreachable URL as one line (a server
 SIGKILLed mid-load: tests/test_faults.py). Run with `pytest -m cassandra`."""
@@ -7,14 +7,16 @@ SIGKILLed mid-load: tests/test_faults.py). Run with `pytest -m cassandra`."""
 from __future__ import annotations
 
 import asyncio
+import struct
 
 import numpy as np
 import pytest
 from conftest import load_into, local_server, run_cli
 
 from tsbench import native
+from tsbench.databases.cassandra import driver
 from tsbench.databases.cassandra.load import CassandraTarget, chunks, parse_url, rendered, token_slices
-from tsbench.databases.cassandra.schema import template_ops
+from tsbench.databases.cassandra.schema import insert_cql, template_ops
 from tsbench.dataset import DatasetSpec, resolve
 from tsbench.datafile import open_datafile
 from tsbench.errors import UserError
@@ -28,37 +30,64 @@ CPU = Table("cpu", ("hostname", "region"), (Column("usage_user", "float"), Colum
 LINES = b"2016-01-01T00:00:10.5Z,host_0,it's,1.5,\n2016-01-02T00:00:00Z,host_1,,,7\n"
 
 
-def _render(schema: str, table: Table, data: bytes) -> bytes:
-    tpls = [native.Template(ops) for ops in template_ops(schema, "ks", table)]
-    out, ends = rendered(tpls, data, 0, len(data))
-    return bytes(out)
+def _render(schema: str, table: Table, data: bytes) -> list[driver.BoundStatements]:
+    cqls = insert_cql(schema, "ks", table)
+    ids = [f"id{i}".encode() for i in range(len(cqls))]
+    tpls = [native.Template(ops) for ops in template_ops(schema, table, ids)]
+    return chunks(*rendered(tpls, data, 0, len(data)), 1000)
 
 
-# ---- without a server ---------------------------------------------------------------------
+def _statements(batch: driver.BoundStatements) -> list[tuple[bytes, list]]:
+    """The statements of a batch body, read by the protocol's rules: (prepared id, values)."""
+    buf, pos, out = bytes(batch.data), 0, []
+    for _ in range(batch.count):
+        assert buf[pos] == 1                                 # kind: prepared
+        n = int.from_bytes(buf[pos + 1: pos + 3], "big")
+        qid, pos = buf[pos + 3: pos + 3 + n], pos + 3 + n
+        values, pos = [], pos + 2
+        for _ in range(int.from_bytes(buf[pos - 2: pos], "big")):
+            size, pos = struct.unpack(">i", buf[pos: pos + 4])[0], pos + 4
+            values.append("unset" if size == -2 else buf[pos: pos + size])
+            pos += max(size, 0)
+        out.append((qid, values))
+    assert pos == len(buf)
+    return out
 
-def test_series_template_renders_one_insert_per_non_null_value():
-    text = _render("series", CPU, LINES).decode()
-    assert text.splitlines() == [
-        "INSERT INTO \"ks\".series_double (series_id, timestamp_ns, value) VALUES "
-        "('cpu,hostname=host_0,region=it''s#usage_user#2016-01-01',1451606410500000000,1.5);",
-        "INSERT INTO \"ks\".series_bigint (series_id, timestamp_ns, value) VALUES "
-        "('cpu,hostname=host_1#n#2016-01-02',1451692800000000000,7);"]
+
+def be(fmt: str, *v) -> bytes:
+    return struct.pack(">" + fmt, *v)
 
 
-def test_wide_template_leaves_null_columns_out():
-    text = _render("wide", CPU, LINES).decode()
-    assert text.splitlines() == [
-        "INSERT INTO \"ks\".\"cpu\" (\"series\", \"day\", \"time\", \"ns\", \"hostname\", \"region\", \"usage_user\") "
-        "VALUES ('hostname=host_0,region=it''s', '2016-01-01', 1451606410500, 0, 'host_0', 'it''s', 1.5);",
-        "INSERT INTO \"ks\".\"cpu\" (\"series\", \"day\", \"time\", \"ns\", \"hostname\", \"n\") "
-        "VALUES ('hostname=host_1', '2016-01-02', 1451692800000, 0, 'host_1', 7);"]
+def test_series_template_binds_one_statement_per_non_null_value():
+    assert insert_cql("series", "ks", CPU) == [
+        'INSERT INTO "ks".series_double (series_id, timestamp_ns, value) VALUES (?, ?, ?)',
+        'INSERT INTO "ks".series_bigint (series_id, timestamp_ns, value) VALUES (?, ?, ?)']
+    [batch] = _render("series", CPU, LINES)
+    assert batch.count == 2
+    assert _statements(batch) == [
+        (b"id0", [b"cpu,hostname=host_0,region=it's#usage_user#2016-01-01", be("q", 1451606410500000000),
+                  be("d", 1.5)]),
+        (b"id1", [b"cpu,hostname=host_1#n#2016-01-02", be("q", 1451692800000000000), be("q", 7)])]
+
+
+def test_wide_template_sends_null_columns_unset():
+    assert insert_cql("wide", "ks", CPU) == [
+        'INSERT INTO "ks"."cpu" ("series", "day", "time", "ns", "hostname", "region", "usage_user", "n") '
+        'VALUES (?, ?, ?, ?, ?, ?, ?, ?)']
+    [batch] = _render("wide", CPU, LINES)
+    day = 16801 + 2 ** 31                                   # 2016-01-01 as a CQL date
+    assert _statements(batch) == [
+        (b"id0", [b"hostname=host_0,region=it's", be("I", day), be("q", 1451606410500), be("i", 0),
+                  b"host_0", b"it's", be("d", 1.5), "unset"]),
+        (b"id0", [b"hostname=host_1", be("I", day + 1), be("q", 1451692800000), be("i", 0),
+                  b"host_1", "unset", "unset", be("q", 7)])]
 
 
 def test_chunks_cut_every_k_statements_and_skip_empty_ones():
-    out = b"a;\nb;\nc;\n"
-    ends = np.array([3, 3, 6, 9], np.uint64)          # the second line rendered nothing
-    got = chunks(out, ends, 2)
-    assert got == [b"BEGIN UNLOGGED BATCH\na;\nAPPLY BATCH", b"BEGIN UNLOGGED BATCH\nb;\nc;\nAPPLY BATCH"]
+    out = b"a;b;c;"
+    ends = np.array([2, 2, 4, 6], np.uint64)          # the second line rendered nothing
+    got = [(bytes(c.data), c.count) for c in chunks(out, ends, 2)]
+    assert got == [(b"a;b;", 2), (b"c;", 1)]
     assert chunks(b"", np.array([0, 0], np.uint64), 5) == []
 
 

@@ -8,6 +8,7 @@ import csv
 import datetime as dt
 import io
 import json
+import struct
 
 import numpy as np
 import pytest
@@ -61,18 +62,8 @@ def test_es_ndjson_golden():
                                                                   "hostname": 'h\\"1\t'}
 
 
-def test_cql_insert_with_quotes_golden():
-    ops = [("lit", b'INSERT INTO "cpu" ("time", "ns", "hostname", "team", "usage") VALUES ('),
-           ("col", 0, "ms"), ("lit", b", "), ("col", 0, "subms"), ("lit", b", "),
-           ("col", 1, "cql"), ("lit", b", "), ("col", 2, "cql"), ("lit", b", "), ("col", 3, "raw"),
-           ("lit", b");\n")]
-    data = b'2016-01-01T00:00:00.0000015Z,"O\'Brien ""the"" host",\'\'\',7\n'
-    assert render(ops, data)[0] == (
-        b'INSERT INTO "cpu" ("time", "ns", "hostname", "team", "usage") VALUES '
-        b"(1451606400000, 1500, 'O''Brien \"the\" host', '''''''', 7);\n")
-    # a series id: the inside encodings compose a string around several columns
-    sid = [("lit", b"'cpu,hostname="), ("col", 1, "cqlin"), ("lit", b"#usage#"), ("col", 0, "day"), ("lit", b"'")]
-    assert render(sid, data)[0] == b"'cpu,hostname=O''Brien \"the\" host#usage#2016-01-01'"
+def test_json_inside_a_string_golden():
+    data = b'2016-01-01T00:00:00.0000015Z,"O\'Brien ""the"" host"\n'
     assert render([("lit", b'"'), ("col", 1, "jsonin"), ("lit", b'"')], data)[0] == b'"O\'Brien \\"the\\" host"'
 
 
@@ -103,6 +94,53 @@ def test_time_encodings_golden():
     assert got[10] == b"9223372036854775807 9223372036854 775807 2262-04-11\n"
 
 
+def test_cql_binary_time_values_golden():
+    """Each a [bytes]: bigint ns, timestamp (ms, floor), int ns within the ms, date (days + 2^31)."""
+    ops = [("col", 0, e) for e in ("v_ns", "v_ms", "v_subms", "v_date")]
+    got = lines(ops, "".join(f"{t},x\n" for t in TIMES).encode())
+    want = [struct.pack(">iqiqiiiI", 8, ref_ns(t), 8, ref_ns(t) // 10**6, 4, ref_ns(t) % 10**6, 4,
+                        ref_ns(t) // (86400 * 10**9) + 2**31) for t in TIMES]
+    assert got == want
+    assert got[4][-4:] == struct.pack(">I", 2**31 - 1)          # 1969-12-31: day -1
+
+
+def test_cql_binary_values_golden():
+    data = (b'2016-01-01T00:00:00Z,"O\'Brien ""x""",0.1,-9223372036854775808,,-0\n'
+            b'2016-01-01T00:00:00Z,\xc3\xa9,1e300,9223372036854775807,"",5e-324\n')
+    ops = [("col", 1, "v_text"), ("col", 2, "v_double"), ("col", 3, "v_bigint"), ("col", 4, "v_text"),
+           ("col", 5, "v_double")]
+    got = lines(ops, data)
+    assert got[0] == (struct.pack(">i", 11) + b"O'Brien \"x\"" + struct.pack(">id", 8, 0.1)
+                      + struct.pack(">iq", 8, -2**63) + struct.pack(">i", -2)       # NULL: unset
+                      + struct.pack(">id", 8, -0.0))
+    assert got[1] == (struct.pack(">i", 2) + "é".encode() + struct.pack(">id", 8, 1e300)
+                      + struct.pack(">iq", 8, 2**63 - 1) + struct.pack(">i", 0)     # "": an empty text
+                      + struct.pack(">id", 8, 5e-324))
+
+
+def test_open_close_make_one_value_of_several_ops():
+    data = b"2016-01-02T03:04:05Z,host_0,,7\n2016-01-02T03:04:05Z,,eu,\n"
+    key = [("open",), ("lit", b"cpu"), ("if", 1, 2), ("lit", b",h="), ("col", 1, "raw"),
+           ("if", 2, 2), ("lit", b",r="), ("col", 2, "raw"), ("lit", b"#"), ("col", 0, "day"), ("close",),
+           ("col", 3, "v_bigint")]
+    got = lines(key, data)
+    assert got[0] == struct.pack(">i", 23) + b"cpu,h=host_0#2016-01-02" + struct.pack(">iq", 8, 7)
+    assert got[1] == struct.pack(">i", 19) + b"cpu,r=eu#2016-01-02" + struct.pack(">i", -2)
+    for bad in ([("open",)], [("close",)], [("open",), ("open",), ("close",), ("close",)]):
+        with pytest.raises(ValueError, match="needs its"):
+            native.Template(bad)
+
+
+@pytest.mark.parametrize("enc,bad", [("v_double", "1.5x"), ("v_double", " 1"), ("v_double", "1" * 70),
+                                     ("v_bigint", "1.5"), ("v_bigint", "9223372036854775808"),
+                                     ("v_bigint", "-"), ("v_bigint", "12a")])
+def test_a_value_that_is_not_a_number_is_one_line(enc, bad):
+    data = f"2016-01-01T00:00:00Z,1\n2016-01-01T00:00:00Z,{bad}\n".encode()
+    with pytest.raises(native.CsvRenderError) as e:
+        native.render(native.Template([("col", 1, enc)]), data, 0, len(data))
+    assert "column 1 is not a number" in str(e.value) and repr(f"2016-01-01T00:00:00Z,{bad}") in str(e.value)
+
+
 def test_quoting_nulls_and_bytes():
     data = ('2016-01-01T00:00:00Z,"a,b",,"",é\u00fc\u4e2d,"x\n""y"""\r\n'
             '\n'                                        # a blank line renders nothing
@@ -116,7 +154,8 @@ def test_quoting_nulls_and_bytes():
     assert out == first + b'plain|""||"\\u0001"|"z"\n'
     assert ends == [len(first), len(out)]
     assert render([("col", 5, "raw"), ("lit", b";")], data)[0] == b'x\n"y";z;'
-    assert render([("col", 3, "cql"), ("col", 2, "cql")], data)[0] == b"''''" + b"''" + b"''"
+    assert render([("col", 3, "v_text"), ("col", 2, "v_text")], data)[0] == (
+        struct.pack(">iiii", 0, -2, -2, 0))                # "" is an empty text, a NULL unset
 
 
 def test_offset_and_length_and_empty():
@@ -160,7 +199,8 @@ def test_other_errors():
     for bad in (b't,"abc\n', b't,"a"b\n'):
         with pytest.raises(native.CsvRenderError, match="malformed CSV line"):
             native.render(native.Template([("col", 1, "raw")]), bad, 0, len(bad))
-    for ops in ([("col", 0, "hex")], [("if", 0, 1)], [("lit", "str")], [("col", -1, "raw")], [("x",)]):
+    for ops in ([("col", 0, "hex")], [("col", 0, "cql")], [("if", 0, 1)], [("lit", "str")], [("col", -1, "raw")],
+                [("x",)]):
         with pytest.raises(ValueError):
             native.Template(ops)
 

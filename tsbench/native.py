@@ -14,7 +14,7 @@ import numpy as np
 from .errors import UserError
 from .schema import FAULT_SETTINGS, Compiled
 
-API_VERSION = 3  # TS_API_VERSION of the csrc/tsbench.h this package was written against
+API_VERSION = 4  # TS_API_VERSION of the csrc/tsbench.h this package was written against
 
 FORMATS = {"influx": 0, "csv": 1}  # TS_FMT_* values
 
@@ -272,12 +272,17 @@ def split_csv(layout: CsvLayout, data) -> tuple[bytearray, list[Cut | None]]:
 
 # ---- phase 2: rendering CSV parts through a template (ts_render) ---------------------------
 
-ENCODINGS = {"raw": 0, "json": 1, "jsonin": 2, "cql": 3, "cqlin": 4, "ns": 5, "ms": 6, "subms": 7, "day": 8}
-_OP_LIT, _OP_COL, _OP_IF = 0, 1, 2
-_ERR_SPACE, _ERR_CSV, _ERR_TIME, _ERR_COLUMN = -3, -6, -7, -8
+ENCODINGS = {"raw": 0, "json": 1, "jsonin": 2, "ns": 5, "ms": 6, "subms": 7, "day": 8,
+             # CQL binary values ([bytes], NULL as unset): text, double, bigint, time as bigint ns,
+             # timestamp, int ns within the ms, date
+             "v_text": 9, "v_double": 10, "v_bigint": 11, "v_ns": 12, "v_ms": 13, "v_subms": 14, "v_date": 15}
+TEXT_ENCODINGS = {ENCODINGS[e] for e in ("raw", "json", "jsonin", "v_text")}
+_OP_LIT, _OP_COL, _OP_IF, _OP_OPEN, _OP_CLOSE = 0, 1, 2, 3, 4
+_ERR_SPACE, _ERR_CSV, _ERR_TIME, _ERR_COLUMN, _ERR_NUMBER = -3, -6, -7, -8, -9
 _RENDER_ERRORS = {_ERR_CSV: "a malformed CSV line (an unterminated quote or text after a closing quote)",
                   _ERR_TIME: "column {col} is not a time YYYY-MM-DDTHH:MM:SS[.fraction]Z (or is out of range)",
-                  _ERR_COLUMN: "the line has no column {col}"}
+                  _ERR_COLUMN: "the line has no column {col}",
+                  _ERR_NUMBER: "column {col} is not a number of its type (or is out of range)"}
 
 
 class CsvRenderError(UserError):
@@ -291,33 +296,44 @@ class CsvRenderError(UserError):
 class Template:
     """The text each CSV line of a measurement becomes (ts_template), from ops:
     ("lit", bytes) | ("col", i, encoding) | ("if", i, k): when column i is NULL
-    skip the next k ops. Column 0 is the time, then the tags, then the fields."""
+    skip the next k ops | ("open",) ... ("close",): what the ops between write,
+    as one CQL binary value (its length first). Column 0 is the time, then the
+    tags, then the fields."""
 
     def __init__(self, ops: list[tuple]):
-        rows, lits = [], bytearray()
-        for k, op in enumerate(ops):
-            if op[0] == "lit" and len(op) == 2 and isinstance(op[1], (bytes, bytearray)):
-                rows.append({"kind": _OP_LIT, "lit_off": len(lits), "lit_len": len(op[1])})
-                lits += op[1]
-            elif op[0] == "col" and len(op) == 3 and op[2] in ENCODINGS and op[1] >= 0:
-                rows.append({"kind": _OP_COL, "col": op[1], "enc": ENCODINGS[op[2]]})
-            elif op[0] == "if" and len(op) == 3 and op[1] >= 0 and 0 <= op[2] < len(ops) - k:
-                rows.append({"kind": _OP_IF, "col": op[1], "skip": op[2]})
-            else:
-                raise ValueError(f"template op {k} is not valid: {op!r}")
+        lits = bytearray()
+        rows = [_op_row(k, op, len(ops) - k, lits) for k, op in enumerate(ops)]
+        opened = [r["kind"] for r in rows if r["kind"] in (_OP_OPEN, _OP_CLOSE)]
+        if opened != [_OP_OPEN, _OP_CLOSE] * (len(opened) // 2) + [_OP_OPEN] * (len(opened) % 2) or len(opened) % 2:
+            raise ValueError("template ops: every (\"open\",) needs its (\"close\",), no nesting")
         self.ops = list(ops)
-        self.max_col = max((r["col"] for r in rows if r["kind"] != _OP_LIT), default=0)
-        text = [r["col"] for r in rows if r["kind"] == _OP_COL and r["enc"] <= ENCODINGS["cqlin"]]
+        self.max_col = max((r["col"] for r in rows if r["kind"] in (_OP_COL, _OP_IF)), default=0)
+        text = [r["col"] for r in rows if r["kind"] == _OP_COL and r["enc"] in TEXT_ENCODINGS]
         self.n_cols = sum(r["kind"] == _OP_COL for r in rows)
         # output bytes per line: at most `line_bound` + 6 * line length * n_cols (all escaped);
         # usually about `line_guess` + line length * `repeats` (the most any column is written)
-        self.line_bound = len(lits) + 24 * self.n_cols
-        self.line_guess = len(lits) + 24 * (self.n_cols - len(text)) + 2 * len(text)
+        self.line_bound = len(lits) + 24 * self.n_cols + 2 * len(opened)
+        self.line_guess = len(lits) + 24 * (self.n_cols - len(text)) + 2 * len(text) + 2 * len(opened)
         self.repeats = max((text.count(c) for c in set(text)), default=0)
         self._ops = ffi.new("ts_op[]", rows or [{}])
         self._lits = ffi.new("char[]", bytes(lits) or b"\0")
         self.c = ffi.new("ts_template *", {"ops": self._ops, "n_ops": len(rows), "max_col": self.max_col,
                                            "lits": self._lits})
+
+
+def _op_row(k: int, op: tuple, left: int, lits: bytearray) -> dict:
+    """One ts_op from its tuple (a literal appended to lits); ValueError when not valid."""
+    if op[0] == "lit" and len(op) == 2 and isinstance(op[1], (bytes, bytearray)):
+        row = {"kind": _OP_LIT, "lit_off": len(lits), "lit_len": len(op[1])}
+        lits += op[1]
+        return row
+    if op[0] == "col" and len(op) == 3 and op[2] in ENCODINGS and op[1] >= 0:
+        return {"kind": _OP_COL, "col": op[1], "enc": ENCODINGS[op[2]]}
+    if op[0] == "if" and len(op) == 3 and op[1] >= 0 and 0 <= op[2] < left:
+        return {"kind": _OP_IF, "col": op[1], "skip": op[2]}
+    if op in (("open",), ("close",)):
+        return {"kind": _OP_OPEN if op[0] == "open" else _OP_CLOSE}
+    raise ValueError(f"template op {k} is not valid: {op!r}")
 
 
 def render(tpl: Template, buf, offset: int, length: int) -> tuple[memoryview, np.ndarray]:

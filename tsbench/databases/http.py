@@ -121,12 +121,18 @@ class HttpClient:
         c = ctx.get("connect_s")
         return Timed(status, body, t1 - t0 - (c or 0.0), t2 - t0 - (c or 0.0), c)
 
-    async def get(self, path: str, params: dict | None = None) -> tuple[int, bytes]:
+    async def request(self, method: str, path: str, data=None, headers: dict | None = None,
+                      params: dict | None = None) -> tuple[int, bytes]:
+        """One request, any status back (the caller judges it); no answer at all is Fatal."""
         try:
-            async with self.session.get(self.base + path, params=params) as r:
+            async with self.session.request(method, self.base + path, data=data, headers=headers,
+                                            params=params) as r:
                 return r.status, await r.read()
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            raise Fatal(f"{self.what}: {_reason(exc)}") from None
+            raise Fatal(f"{self.what}: {method} {path}: {_reason(exc)}") from None
+
+    async def get(self, path: str, params: dict | None = None) -> tuple[int, bytes]:
+        return await self.request("GET", path, params=params)
 
     async def get_ok(self, path: str, params: dict | None = None) -> bytes:
         status, body = await self.get(path, params)

@@ -3,22 +3,31 @@ target, its own connection pool and I/O thread; each request's ResponseFuture
 is bridged into an asyncio future (add_callbacks -> call_soon_threadsafe), so
 nothing blocks the event loop. Connecting and shutting down (blocking calls)
 run in a thread. Driver errors become tsbench's: push-back Retryable, refusals
-Fatal with the server's words (classify())."""
+Fatal with the server's words (classify()).
+
+Loads send BATCH messages whose statements (prepared ids and bound values) were
+serialized in the C core (schema.py's templates): a BoundBatch statement
+carries those bytes and their statement count, and the session's protocol
+handler (the driver's documented `client_protocol_handler` hook, subclassed)
+writes them as the message body in one piece, with the driver's own header and
+trailer (consistency, flags), so no value passes through Python."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import socket
+import struct
 import time
 
 from cassandra import (OperationTimedOut, ReadTimeout, Unavailable, WriteTimeout)
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
 from cassandra.connection import ConnectionException
 from cassandra.policies import ConstantReconnectionPolicy, RoundRobinPolicy
-from cassandra.protocol import IsBootstrappingErrorMessage, OverloadedErrorMessage
-from cassandra.query import SimpleStatement, tuple_factory
+from cassandra.protocol import BatchMessage, IsBootstrappingErrorMessage, OverloadedErrorMessage
+from cassandra.query import BatchStatement, BatchType, tuple_factory
 
 from ...errors import Fatal, Retryable, UserError
 
@@ -33,6 +42,51 @@ logging.getLogger("cassandra").propagate = False
 
 PUSH_BACK = (OverloadedErrorMessage, IsBootstrappingErrorMessage, WriteTimeout, ReadTimeout, Unavailable,
              OperationTimedOut, ConnectionException)
+
+
+class BoundStatements:
+    """The statements of one batch as the C core serialized them, and how many there are."""
+
+    def __init__(self, data, count: int):
+        self.data, self.count = data, count
+
+    def __len__(self) -> int:
+        return self.count
+
+
+class BoundBatch(BatchStatement):
+    """An unlogged batch of pre-serialized prepared statements (retried whole: upserts)."""
+
+    def __init__(self, statements: BoundStatements):
+        super().__init__(batch_type=BatchType.UNLOGGED)
+        self.is_idempotent = True
+        self._statements_and_parameters = statements
+
+
+class BoundBatchMessage(BatchMessage):
+    """A BATCH message whose statements are written as the C core left them."""
+
+    def send_body(self, f, protocol_version) -> None:
+        trailer = io.BytesIO()      # the driver's own trailer: the message without statements, after
+        BatchMessage(self.batch_type, (), self.consistency_level, self.serial_consistency_level,   # type, count
+                     self.timestamp, self.keyspace).send_body(trailer, protocol_version)
+        f.write(struct.pack(">BH", self.batch_type.value, self.queries.count))
+        f.write(self.queries.data)
+        f.write(trailer.getbuffer()[3:])
+
+
+def bound_batch_handler(base: type) -> type:
+    """The session's protocol handler, writing BoundStatements batches as BoundBatchMessage."""
+
+    class BoundBatchHandler(base):
+        @classmethod
+        def encode_message(cls, msg, *args, **kwargs):
+            if isinstance(msg, BatchMessage) and isinstance(msg.queries, BoundStatements):
+                bound = BoundBatchMessage.__new__(BoundBatchMessage)
+                bound.__dict__.update(msg.__dict__)
+                msg = bound
+            return super().encode_message(msg, *args, **kwargs)
+    return BoundBatchHandler
 
 
 def one_line(exc: BaseException) -> str:
@@ -127,17 +181,17 @@ class Session:
             raise Fatal(f"{self.what}: preparing {cql[:200]}: {one_line(exc)}") from None
 
     # ---- many requests ---------------------------------------------------------------------
-    async def write_all(self, texts: list[bytes], in_flight: int) -> None:
-        """Send every statement text, in_flight at a time; the first error is raised (the rest
-        still finish in the driver; their outcome is dropped)."""
+    async def write_all(self, batches: list[BoundStatements], in_flight: int) -> None:
+        """Send every batch, in_flight at a time; the first error is raised (the rest still
+        finish in the driver; their outcome is dropped)."""
         pending: set[asyncio.Future] = set()
         try:
-            for text in texts:
+            for batch in batches:
                 if len(pending) >= in_flight:
                     done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                     for d in done:
                         d.result()
-                pending.add(self._future(SimpleStatement(text, is_idempotent=True), all_pages=False))
+                pending.add(self._future(BoundBatch(batch), all_pages=False))
             if pending:
                 done, pending = await asyncio.wait(pending)
                 for d in done:
@@ -180,6 +234,7 @@ async def connect(contacts: list[tuple[str, int]], request_timeout: float, what:
         await asyncio.to_thread(cluster.shutdown)
         raise UserError(f"{what}: cannot connect: {one_line(exc)}") from None
     session.default_fetch_size = FETCH_SIZE
+    session.client_protocol_handler = bound_batch_handler(session.client_protocol_handler)
     return Session(cluster, session, what)
 
 

@@ -1,26 +1,26 @@
 """Cassandra as a target: loads (phase 2) and runs CQL plans (phase 4).
 
-Load: each batch is split by measurement in the C core (native.split_csv),
-each part rendered by C templates (schema.py) into CQL INSERT text, one line
-per statement; the text is cut into chunks of `batch_rows` INSERTs using the
-render's `ends` array (slices, no Python per row) and each chunk sent as one
-`BEGIN UNLOGGED BATCH ... APPLY BATCH` query, `concurrency` of them in flight
-per worker, through cassandra-driver's own connection pool (its futures
-bridged into asyncio; nothing blocks the event loop).
+Load: the INSERTs of each layout (schema.py) are prepared once, at create() or
+attach(); each batch is split by measurement in the C core (native.split_csv),
+each part rendered by C templates (schema.py) into statements of a CQL BATCH
+message: the prepared id and the bound values in the protocol's binary form,
+one statement per line. The bytes are cut into chunks of `batch_rows`
+statements using the render's `ends` array (slices, no Python per row) and
+each chunk sent as one unlogged BATCH (driver.BoundBatch), `concurrency` of
+them in flight per worker, through cassandra-driver's own connection pool (its
+futures bridged into asyncio; nothing blocks the event loop).
 
-Why CQL text and not prepared statements: a prepared INSERT is bound per row
-in Python (the driver serializes every value in Python), which is the per-row
-Python cost the loader avoids; the text is built in C, and the seed's own
-Cassandra loader sent CQL text too. The server parses each batch instead:
-measured per million INSERTs on a warm 5.0.9, 17.4 server CPU s as text against
-11.5 prepared, while binding the prepared ones took the driver 8.2 client CPU s
-(text: 2.7), a client at 71% of the server (README, "load").
+Why prepared statements bound in C: the server skips parsing every INSERT
+(CQL text cost it 17.4 CPU s per million INSERTs on a warm 5.0.9, prepared
+11.5), and binding them in C avoids the driver's per-value Python (binding a
+million in the driver took 8.2 client CPU s, a client at 71% of the server;
+README, "load").
 
 Grouping by partition, without Python per row: schema=series renders a part
-field by field (a template per field), so consecutive INSERTs are one field
+field by field (a template per field), so consecutive statements are one field
 of the part's hosts in time order, and a chunk of 1000 touches about as many
 partitions as the batch has hosts, not 1000 (a batch over 1000 partitions
-applied 2-3 times slower than one over 10-100). schema=wide has one INSERT
+applied 2-3 times slower than one over 10-100). schema=wide has one statement
 per line; a chunk spans the hosts of its epochs. Rows are not sorted by
 series: that would be a per-row sort. An unlogged batch over several
 partitions is split by the coordinator into one mutation per partition (all
@@ -74,14 +74,13 @@ from ..target import Target, exists_error
 from . import driver
 from .cql_series import CqlSeries
 from .cql_wide import CqlWide
-from .schema import (SERIES_TABLES, check_fields, ident, keyspace_ddl, partition_key, table_columns, table_ddl,
-                     template_ops)
+from .schema import (SERIES_TABLES, check_fields, ident, insert_cql, keyspace_ddl, partition_key, table_columns,
+                     table_ddl, template_ops)
 from .server import nodetool
 
 COUNT_SLICE_VALUES = 100_000      # values one count statement reads, about
 COUNT_CONCURRENCY = 4            # count statements in flight (a busy server times out a wide scan)
 QUERY_CONCURRENCY = 64            # statements of one plan in flight at once
-BATCH_HEAD, BATCH_TAIL = b"BEGIN UNLOGGED BATCH\n", b"APPLY BATCH"
 TOKEN_MIN, TOKEN_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
@@ -93,7 +92,7 @@ with warnings.catch_warnings():      # the option is named `schema`, like BaseMo
         schema: Literal["series", "wide"] = "series"
         keyspace: str = Field("tsbench", pattern=r"^[A-Za-z0-9_]{1,48}$")
         replication_factor: int = Field(1, ge=1)
-        batch_rows: int = Field(1000, ge=1)      # INSERT statements (Cassandra rows) per unlogged batch
+        batch_rows: int = Field(1000, ge=1, le=65535)   # INSERT statements (Cassandra rows) per unlogged batch
         concurrency: int = Field(4, ge=1)        # batch statements in flight per worker
         jmx_port: int | None = Field(None, ge=1, le=65535)   # for nodetool; default: the local server's
         request_timeout: float = Field(60.0, gt=0)            # seconds, per statement
@@ -116,8 +115,8 @@ def parse_url(url: str | None) -> list[tuple[str, int]]:
 
 
 def rendered(templates: list, buf, off: int, n: int) -> tuple[bytes | memoryview, np.ndarray]:
-    """A CSV part through each template in turn: the texts one after the other, and the end
-    of every line's output in them (one INSERT per line and template, or nothing)."""
+    """A CSV part through each template in turn: the statements one after the other, and the
+    end of every line's output in them (one statement per line and template, or nothing)."""
     outs = [native.render(t, buf, off, n) for t in templates]
     if len(outs) == 1:
         return outs[0]
@@ -125,18 +124,14 @@ def rendered(templates: list, buf, off: int, n: int) -> tuple[bytes | memoryview
     return b"".join(o for o, _ in outs), np.concatenate([e + b for (_, e), b in zip(outs, base)])
 
 
-def chunks(out, ends: np.ndarray, k: int) -> list[bytes]:
-    """The rendered text cut every k lines, each chunk wrapped as one unlogged batch
-    (lines that rendered nothing, all null, make a chunk shorter)."""
-    if len(ends) == 0:
-        return []
-    cuts = ends[k - 1::k].tolist()
-    if not cuts or cuts[-1] != int(ends[-1]):
-        cuts.append(int(ends[-1]))
+def chunks(out, ends: np.ndarray, k: int) -> list[driver.BoundStatements]:
+    """The rendered statements cut every k, each chunk one batch's statements (lines that
+    rendered nothing, all null, are not statements)."""
+    ends = ends[np.diff(ends, prepend=np.uint64(0)) > 0]
     view, res, a = memoryview(out), [], 0
-    for b in cuts:
-        if b > a:
-            res.append(BATCH_HEAD + view[a:b] + BATCH_TAIL)
+    for i in range(0, len(ends), k):
+        b = int(ends[min(i + k, len(ends)) - 1])
+        res.append(driver.BoundStatements(view[a:b], min(k, len(ends) - i)))
         a = b
     return res
 
@@ -221,18 +216,21 @@ class CassandraTarget(Target):
                                 f"use --if-exists drop to replace it")
         for name, cols in want.items():
             await self.db.run(table_ddl(self.ks, self.options.schema, name, cols))
-        self._bind(tables)
+        await self._bind(tables)
+        self._index_stale = True
 
-    def _bind(self, tables: Tables) -> None:
+    async def _bind(self, tables: Tables) -> None:
+        """Each measurement's INSERTs prepared, and the templates binding them."""
         self._tables = tables
         self._layout = native.CsvLayout([(t.name, len(t.tags)) for t in tables])
-        self._templates = [[native.Template(ops) for ops in template_ops(self.options.schema, self.ks, t)]
-                           for t in tables]
-        self._index_stale = True
+        self._templates = []
+        for t in tables:
+            ids = [(await self._statement(cql)).query_id for cql in insert_cql(self.options.schema, self.ks, t)]
+            self._templates.append([native.Template(ops) for ops in template_ops(self.options.schema, t, ids)])
 
     async def attach(self, tables: Tables) -> None:
         check_fields(self.options.schema, tables)
-        self._bind(tables)
+        await self._bind(tables)
         await self._read_index()
 
     # ---- write --------------------------------------------------------------------------
@@ -241,7 +239,7 @@ class CassandraTarget(Target):
             raise Fatal("cassandra: write() before create() or attach()")
         self._index_stale = True
         buf, parts = native.split_csv(self._layout, batch.data)
-        todo: list[bytes] = []
+        todo: list[driver.BoundStatements] = []
         for i, part in enumerate(parts):
             if part is not None:
                 off, n, _rows, _values = part

@@ -1,14 +1,16 @@
-"""The two Cassandra layouts (phase 2): their DDL, and per measurement the ops
-of a C template (native.Template) that renders one CSV line of a split batch
-(`time,tag1..tagN,field1..fieldM`) as CQL INSERT text. Plain data; load.py
-runs it, the cql*.py dialects (the queries) read the same layouts.
+"""The two Cassandra layouts (phase 2): their DDL, their prepared INSERTs, and per
+measurement the ops of a C template (native.Template) that renders one CSV line
+of a split batch (`time,tag1..tagN,field1..fieldM`) as a statement of a CQL
+BATCH message: the prepared id and the bound values in the protocol's binary
+form. Plain data; load.py runs it, the cql*.py dialects (the queries) read the
+same layouts.
 
 schema=series (the seed's and TSBS's): `series_double` / `series_bigint`
 (series_id text, timestamp_ns bigint, value, PRIMARY KEY (series_id,
 timestamp_ns)); series_id = `<measurement>[,<tag>=<value>]...#<field>#<day>`
 (tags in the dataset's order, null tags left out, the row's UTC day). A
 template per field: one INSERT per line when the field is not null (its "if"
-guards the whole statement). Rendering a batch field by field puts the INSERTs
+guards the whole statement). Rendering a batch field by field puts the statements
 of one series next to each other, so an unlogged batch cut from the text
 touches few partitions (a batch over 1000 partitions is 2-3 times slower to
 apply than one over 10-100, measured on 5.0.9).
@@ -16,14 +18,13 @@ apply than one over 10-100, measured on 5.0.9).
 schema=wide: one table per measurement ("series" text, "day" date, "time"
 timestamp (epoch ms), "ns" int (the rest, 0..999999), tags text, fields,
 PRIMARY KEY (("series", "day"), "time", "ns")); series = `<tag>=<value>,...`
-(null tags left out). A null tag or field is left out of the column list and
-the values alike (an explicit null would write a tombstone). The first tag is
+(null tags left out). A null tag or field is bound "unset" (an explicit null
+would write a tombstone). The first tag is
 written without a comma: the generator never nulls the first tag; a hand-made
 file that does gets a series starting with ",".
 
-Names are CQL identifiers in double quotes; inside series strings a `'` is
-doubled (the C "cqlin" encoding does the same for values). A `,`, `=` or `#`
-inside a tag value is kept as is, as the seed did."""
+Names are CQL identifiers in double quotes. A `,`, `=` or `#` inside a tag
+value is kept as is in a series key, as the seed did."""
 
 from __future__ import annotations
 
@@ -32,17 +33,13 @@ from ...model import Table, Tables
 
 SERIES_TABLES = {"float": "series_double", "int": "series_bigint"}
 CQL_TYPES = {"float": "double", "int": "bigint", "string": "text"}
+VALUE_ENCODINGS = {"float": "v_double", "int": "v_bigint", "string": "v_text"}   # native.Template's
 WIDE_KEY = ("series", "day", "time", "ns")
 
 
 def ident(name: str) -> str:
     """A CQL identifier, double-quoted (case kept)."""
     return '"' + name.replace('"', '""') + '"'
-
-
-def _in_str(s: str) -> bytes:
-    """Text inside a CQL string literal: ' doubled."""
-    return s.replace("'", "''").encode()
 
 
 def keyspace_ddl(keyspace: str, replication_factor: int) -> str:
@@ -89,44 +86,57 @@ def table_ddl(keyspace: str, schema: str, name: str, columns: dict[str, str]) ->
     return f"CREATE TABLE IF NOT EXISTS {ident(keyspace)}.{ident(name)} ({cols}, PRIMARY KEY ({key}))"
 
 
-# ---- templates: ops for native.Template (see tsbench/native.py) ------------------------------------
+# ---- prepared INSERTs and the templates that bind them (native.Template) ------------------------
 
-def series_ops(keyspace: str, table: Table, j: int) -> list[tuple]:
-    """The INSERT of field j of a line into series_double / series_bigint (nothing if null)."""
-    f = table.fields[j]
-    col = 1 + len(table.tags) + j
-    into = f"INSERT INTO {ident(keyspace)}.{SERIES_TABLES[f.type]} (series_id, timestamp_ns, value) VALUES ('"
-    group: list[tuple] = [("lit", into.encode() + _in_str(table.name))]
-    for i, tag in enumerate(table.tags, start=1):
-        group += [("if", i, 2), ("lit", b"," + _in_str(tag) + b"="), ("col", i, "cqlin")]
-    group += [("lit", b"#" + _in_str(f.name) + b"#"), ("col", 0, "day"), ("lit", b"',"),
-              ("col", 0, "ns"), ("lit", b","), ("col", col, "raw"), ("lit", b");\n")]
-    return [("if", col, len(group))] + group
+def insert_cql(schema: str, keyspace: str, table: Table) -> list[str]:
+    """The INSERT statement each template of a measurement binds (template_ops' order): schema=series
+    one per field (into series_double or series_bigint), wide one into the measurement's table."""
+    if schema == "series":
+        return [f"INSERT INTO {ident(keyspace)}.{SERIES_TABLES[f.type]} (series_id, timestamp_ns, value) "
+                f"VALUES (?, ?, ?)" for f in table.fields]
+    cols = [*WIDE_KEY, *table.tags, *table.field_names]
+    return [f"INSERT INTO {ident(keyspace)}.{ident(table.name)} ({', '.join(ident(c) for c in cols)}) "
+            f"VALUES ({', '.join('?' * len(cols))})"]
 
 
-def wide_ops(keyspace: str, table: Table) -> list[tuple]:
-    """One INSERT per line into the measurement's table, null columns left out."""
-    text = [True] * len(table.tags) + [f.type == "string" for f in table.fields]
-    data = [(1 + i, name) for i, name in enumerate((*table.tags, *table.field_names))]
-    ops: list[tuple] = [("lit", f"INSERT INTO {ident(keyspace)}.{ident(table.name)} "
-                                f"(\"series\", \"day\", \"time\", \"ns\"".encode())]
-    for col, name in data:
-        ops += [("if", col, 1), ("lit", b", " + ident(name).encode())]
-    ops.append(("lit", b") VALUES ('"))
-    for i, tag in enumerate(table.tags, start=1):
-        sep = b"" if i == 1 else b","
-        ops += [("if", i, 2), ("lit", sep + _in_str(tag) + b"="), ("col", i, "cqlin")]
-    ops += [("lit", b"', '"), ("col", 0, "day"), ("lit", b"', "), ("col", 0, "ms"), ("lit", b", "),
-            ("col", 0, "subms")]
-    for col, _name in data:
-        ops += [("if", col, 2), ("lit", b", "), ("col", col, "cql" if text[col - 1] else "raw")]
-    ops.append(("lit", b");\n"))
+def statement_head(query_id: bytes, n_values: int) -> bytes:
+    """A prepared statement in a BATCH message: kind 1, [short bytes] id, [short] value count."""
+    return b"\x01" + len(query_id).to_bytes(2, "big") + query_id + n_values.to_bytes(2, "big")
+
+
+def _series_key(name: str, tags: tuple[str, ...], first_sep: bytes) -> list[tuple]:
+    """Ops writing `<name><sep><tag>=<value>...` (null tags left out) inside an open value."""
+    ops: list[tuple] = [("lit", name.encode())] if name else []
+    for i, tag in enumerate(tags, start=1):
+        sep = first_sep if i == 1 else b","
+        ops += [("if", i, 2), ("lit", sep + tag.encode() + b"="), ("col", i, "raw")]
     return ops
 
 
-def template_ops(schema: str, keyspace: str, table: Table) -> list[list[tuple]]:
-    """The templates of one measurement: schema=series one per field (rendered field after
-    field, so that consecutive INSERTs share a partition: a series over time), wide one."""
+def series_ops(table: Table, j: int, query_id: bytes) -> list[tuple]:
+    """Field j of a line bound to its series table's INSERT (nothing if the field is null)."""
+    f = table.fields[j]
+    col = 1 + len(table.tags) + j
+    group = [("lit", statement_head(query_id, 3)), ("open",), *_series_key(table.name, table.tags, b","),
+             ("lit", b"#" + f.name.encode() + b"#"), ("col", 0, "day"), ("close",),
+             ("col", 0, "v_ns"), ("col", col, VALUE_ENCODINGS[f.type])]
+    return [("if", col, len(group))] + group
+
+
+def wide_ops(table: Table, query_id: bytes) -> list[tuple]:
+    """A line bound to its measurement's INSERT: a null tag or field is sent unset (no tombstone)."""
+    ops = [("lit", statement_head(query_id, len(WIDE_KEY) + len(table.tags) + len(table.fields))),
+           ("open",), *_series_key("", table.tags, b""), ("close",),
+           ("col", 0, "v_date"), ("col", 0, "v_ms"), ("col", 0, "v_subms")]
+    ops += [("col", i, "v_text") for i in range(1, len(table.tags) + 1)]
+    ops += [("col", 1 + len(table.tags) + j, VALUE_ENCODINGS[f.type]) for j, f in enumerate(table.fields)]
+    return ops
+
+
+def template_ops(schema: str, table: Table, query_ids: list[bytes]) -> list[list[tuple]]:
+    """The templates of one measurement, each binding the prepared INSERT of insert_cql() at the
+    same place: schema=series one per field (rendered field after field, so that consecutive
+    statements share a partition: a series over time), wide one."""
     if schema == "series":
-        return [series_ops(keyspace, table, j) for j in range(len(table.fields))]
-    return [wide_ops(keyspace, table)]
+        return [series_ops(table, j, qid) for j, qid in enumerate(query_ids)]
+    return [wide_ops(table, query_ids[0])]

@@ -47,7 +47,6 @@ import re
 import time
 from typing import Literal
 
-import aiohttp
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -183,13 +182,7 @@ class ElasticsearchTarget(Target):
 
     async def _request(self, method: str, path: str, data: bytes | None) -> tuple[int, bytes]:
         """One JSON request, any status back; no answer at all is Fatal."""
-        if self.lib is not None:
-            return await self.lib.request(method, path, data, JSON)
-        try:
-            async with self.http.session.request(method, self.http.base + path, data=data, headers=JSON) as r:
-                return r.status, await r.read()
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            raise Fatal(f"{self.what}: {method} {path}: {str(exc) or type(exc).__name__}") from None
+        return await self._wire.request(method, path, data, JSON)
 
     async def _ok(self, method: str, path: str, body: dict | None = None, ok=(200,)) -> tuple[int, bytes]:
         data = None if body is None else json.dumps(body).encode()
