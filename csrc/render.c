@@ -1,7 +1,7 @@
 /* Rendering CSV parts through a template (phase 2: load): each CSV line of a
  * split part (time, tags, fields) becomes one piece of text a database takes
  * in bulk (an ES bulk action, a CQL statement of a batch with its bound values
- * in the protocol's binary form, ...). The template is a list of ops: literal
+ * in the protocol's binary form, a BSON document, ...). The template is a list of ops: literal
  * bytes, a column in some encoding, a NULL guard, the start and end of a binary
  * value built from several ops. No globals, no
  * allocation: the caller hands in the output buffer, the per-line end offsets
@@ -255,6 +255,71 @@ static int parse_int64(span v, int64_t *x)
 
 static int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b < 0); }
 
+/* ---- BSON element values (little-endian) ----------------------------------------------- */
+
+static char *put_le32(char *o, uint32_t v)
+{
+    for (int i = 0; i < 4; i++, v >>= 8)
+        o[i] = (char)(v & 0xff);
+    return o + 4;
+}
+
+static char *put_le64(char *o, uint64_t v)
+{
+    for (int i = 0; i < 8; i++, v >>= 8)
+        o[i] = (char)(v & 0xff);
+    return o + 8;
+}
+
+/* the CSV value unquoted after its 4-byte length: CQL's (big-endian: the bytes) or BSON's
+ * (little-endian: the bytes and the final 0 written after them) */
+static char *put_sized_text(span v, char *o, int bson)
+{
+    char *s = o + 4, *e = put_raw(v, s);
+    if (bson) {
+        *e++ = 0;
+        put_le32(o, (uint32_t)(e - s));
+    } else {
+        put_be32(o, (uint32_t)(e - s));
+    }
+    return e;
+}
+
+/* a number column as the 64 bits of a double or of an int64; TS_OK or TS_ERR_NUMBER */
+static int32_t number_bits(int is_double, span v, uint64_t *bits)
+{
+    double x;
+    int64_t i;
+    if (is_double ? !parse_double(v, &x) : !parse_int64(v, &i))
+        return TS_ERR_NUMBER;
+    if (is_double)
+        memcpy(bits, &x, 8);
+    else
+        *bits = (uint64_t)i;
+    return TS_OK;
+}
+
+/* a BSON value: TS_OK, TS_ERR_NUMBER or TS_ERR_TIME; *o advanced */
+static int32_t put_bson(int32_t enc, span v, char **o)
+{
+    uint64_t bits;
+    int64_t ns;
+    if (enc == TS_ENC_B_STRING) {
+        *o = put_sized_text(v, *o, 1);
+        return TS_OK;
+    }
+    if (enc == TS_ENC_B_DOUBLE || enc == TS_ENC_B_INT64) {
+        if (number_bits(enc == TS_ENC_B_DOUBLE, v, &bits) != TS_OK)
+            return TS_ERR_NUMBER;
+        *o = put_le64(*o, bits);
+        return TS_OK;
+    }
+    if (!parse_time(v, &ns))
+        return TS_ERR_TIME;
+    *o = put_le64(*o, (uint64_t)floor_ms(ns));
+    return TS_OK;
+}
+
 /* ---- rendering ---------------------------------------------------------------------- */
 
 /* bytes op k can write at most for value v */
@@ -265,6 +330,7 @@ static uint64_t op_bound(const ts_op *op, span v)
     case TS_ENC_JSON: case TS_ENC_JSONIN: return 6 * len + 2;
     case TS_ENC_RAW: return len;
     case TS_ENC_V_TEXT: return len + 4;
+    case TS_ENC_B_STRING: return len + 5;
     default: return 24;   /* numbers and dates */
     }
 }
@@ -283,34 +349,25 @@ static char *put_time_value(int32_t enc, int64_t ns, char *o)
 /* a CQL binary value: TS_OK, TS_ERR_NUMBER or TS_ERR_TIME; *o advanced */
 static int32_t put_value(int32_t enc, span v, char **o)
 {
-    double x;
-    int64_t i;
+    uint64_t bits;
+    int64_t ns;
     if (is_null(v)) {
         *o = put_be32(*o, (uint32_t)-2);   /* unset: no tombstone */
         return TS_OK;
     }
-    switch (enc) {
-    case TS_ENC_V_TEXT: {
-        char *s = *o + 4, *e = put_raw(v, s);
-        put_be32(*o, (uint32_t)(e - s));
-        *o = e;
+    if (enc == TS_ENC_V_TEXT) {
+        *o = put_sized_text(v, *o, 0);
         return TS_OK;
     }
-    case TS_ENC_V_DOUBLE:
-        if (!parse_double(v, &x))
+    if (enc == TS_ENC_V_DOUBLE || enc == TS_ENC_V_BIGINT) {
+        if (number_bits(enc == TS_ENC_V_DOUBLE, v, &bits) != TS_OK)
             return TS_ERR_NUMBER;
-        memcpy(&i, &x, 8);
-        *o = put_v64(*o, (uint64_t)i);
-        return TS_OK;
-    case TS_ENC_V_BIGINT:
-        if (!parse_int64(v, &i))
-            return TS_ERR_NUMBER;
-        *o = put_v64(*o, (uint64_t)i);
+        *o = put_v64(*o, bits);
         return TS_OK;
     }
-    if (!parse_time(v, &i))
+    if (!parse_time(v, &ns))
         return TS_ERR_TIME;
-    *o = put_time_value(enc, i, *o);
+    *o = put_time_value(enc, ns, *o);
     return TS_OK;
 }
 
@@ -324,6 +381,8 @@ static int32_t put_col(const ts_op *op, span v, char **o)
     case TS_ENC_JSON: *p++ = '"'; p = put_jsonin(v, p); *p++ = '"'; *o = p; return TS_OK;
     case TS_ENC_JSONIN: *o = put_jsonin(v, p); return TS_OK;
     }
+    if (op->enc >= TS_ENC_B_DOUBLE)
+        return put_bson(op->enc, v, o);
     if (op->enc >= TS_ENC_V_TEXT)
         return put_value(op->enc, v, o);
     if (!parse_time(v, &ns))
@@ -337,20 +396,39 @@ static int32_t put_col(const ts_op *op, span v, char **o)
     return TS_OK;
 }
 
-/* an OPEN or CLOSE op: the length slot reserved, or the open value's length written */
-static int32_t open_close(const ts_op *op, char **open, char **o, const char *lim)
+/* the values a line's OPENs have begun and not yet closed, innermost last */
+#define OPEN_DEPTH 4
+typedef struct {
+    char *at[OPEN_DEPTH];
+    int32_t flavour[OPEN_DEPTH];
+    int32_t n;
+} open_stack;
+
+/* an OPEN or CLOSE op: the length slot reserved, or the innermost open value's length
+ * written (a BSON document's final 0 byte first) */
+static int32_t open_close(const ts_op *op, open_stack *st, char **o, const char *lim)
 {
     if (op->kind == TS_OP_OPEN) {
-        if (*open || lim - *o < 4)
-            return *open ? TS_ERR_ARG : TS_ERR_SPACE;
-        *open = *o;
+        if (st->n == OPEN_DEPTH || (op->enc != TS_OPEN_CQL && op->enc != TS_OPEN_BSON))
+            return TS_ERR_ARG;
+        if (lim - *o < 4)
+            return TS_ERR_SPACE;
+        st->at[st->n] = *o;
+        st->flavour[st->n++] = op->enc;
         *o += 4;
         return TS_OK;
     }
-    if (!*open)
+    if (st->n == 0)
         return TS_ERR_ARG;
-    put_be32(*open, (uint32_t)(*o - *open - 4));
-    *open = NULL;
+    char *at = st->at[--st->n];
+    if (st->flavour[st->n] == TS_OPEN_BSON) {
+        if (lim - *o < 1)
+            return TS_ERR_SPACE;
+        *(*o)++ = 0;
+        put_le32(at, (uint32_t)(*o - at));
+    } else {
+        put_be32(at, (uint32_t)(*o - at - 4));
+    }
     return TS_OK;
 }
 
@@ -358,7 +436,8 @@ static int32_t open_close(const ts_op *op, char **open, char **o, const char *li
 static int32_t render_line(const ts_template *t, const span *cols, uint32_t ncols, char *out, uint64_t cap,
                            uint64_t *used, int32_t *err_col)
 {
-    char *o = out + *used, *lim = out + cap, *open = NULL;
+    char *o = out + *used, *lim = out + cap;
+    open_stack opened = {.n = 0};
     for (int32_t k = 0; k < t->n_ops; k++) {
         const ts_op *op = &t->ops[k];
         int32_t rc;
@@ -370,7 +449,7 @@ static int32_t render_line(const ts_template *t, const span *cols, uint32_t ncol
             continue;
         }
         if (op->kind == TS_OP_OPEN || op->kind == TS_OP_CLOSE) {
-            if ((rc = open_close(op, &open, &o, lim)) != TS_OK)
+            if ((rc = open_close(op, &opened, &o, lim)) != TS_OK)
                 return rc;
             continue;
         }
@@ -391,7 +470,7 @@ static int32_t render_line(const ts_template *t, const span *cols, uint32_t ncol
             return rc;
         }
     }
-    if (open)
+    if (opened.n)
         return TS_ERR_ARG;
     *used = (uint64_t)(o - out);
     return TS_OK;

@@ -262,9 +262,12 @@ enum { TS_ERR_CSV = -6,      /* a malformed CSV line: an unterminated quote, tex
        TS_ERR_COLUMN = -8,   /* an op names a column the line lacks */
        TS_ERR_NUMBER = -9 }; /* a number encoding of a value that is not a number (or out of range) */
 
-/* OPEN starts a CQL [bytes] value whose 4-byte length the next CLOSE writes (no nesting):
- * a value made of literals and columns, like a series key */
+/* OPEN starts a value made of the ops up to its CLOSE (nested 4 deep at most), whose 4-byte
+ * length the CLOSE writes in front: with enc TS_OPEN_CQL a CQL [bytes] (big-endian, the length of
+ * what follows), with TS_OPEN_BSON a BSON document (little-endian, the whole document's,
+ * the CLOSE writes its final 0 byte too) */
 enum { TS_OP_LIT = 0, TS_OP_COL = 1, TS_OP_IF = 2, TS_OP_OPEN = 3, TS_OP_CLOSE = 4 };
+enum { TS_OPEN_CQL = 0, TS_OPEN_BSON = 1 };
 
 /* column encodings: the CSV value unquoted | a JSON string (quotes included) | its inside |
  * a time column as epoch ns | epoch ms (floor) | ns within that ms (0..999999) | its UTC date
@@ -275,7 +278,10 @@ enum { TS_ENC_RAW = 0, TS_ENC_JSON = 1, TS_ENC_JSONIN = 2,
  * length -2): the CSV value unquoted as text | a double | a bigint | a time column as a bigint of
  * epoch ns | a timestamp (epoch ms, floor) | an int of the ns within that ms | a date (days + 2^31) */
        TS_ENC_V_TEXT = 9, TS_ENC_V_DOUBLE = 10, TS_ENC_V_BIGINT = 11, TS_ENC_V_NS = 12, TS_ENC_V_MS = 13,
-       TS_ENC_V_SUBMS = 14, TS_ENC_V_DATE = 15 };
+       TS_ENC_V_SUBMS = 14, TS_ENC_V_DATE = 15,
+/* BSON element values (the type byte and name are literals before them): a double | an int64 |
+ * a time column as a UTC datetime (epoch ms, floor) | a string (int32 length + 1, bytes, 0) */
+       TS_ENC_B_DOUBLE = 16, TS_ENC_B_INT64 = 17, TS_ENC_B_DATE = 18, TS_ENC_B_STRING = 19 };
 
 /* one op: LIT writes lits[lit_off, lit_off + lit_len); COL writes column col encoded as enc;
  * IF skips the next skip ops when column col is NULL (an empty unquoted value); OPEN, CLOSE:

@@ -48,6 +48,7 @@ CONTRACT = {
     "cassandra-wide": ("cassandra", "cassandra://127.0.0.1:9", {"schema": "wide"}, {}),
     "elasticsearch": ("elasticsearch", "http://127.0.0.1:9", {}, {}),
     "elasticsearch-aggregation": ("elasticsearch", "http://127.0.0.1:9", {"template": "aggregation"}, {}),
+    "mongodb": ("mongodb", "mongodb://127.0.0.1:9", {}, {}),
 }
 
 DATASETS = {

@@ -1,6 +1,7 @@
 """Fault injection on real servers tsbench starts (phases 2 and 4): for each local
-server kind, SIGKILL and SIGSTOP of the server in the middle of a load and of an
-execute (the JVM servers: SIGKILL mid-load) fail within seconds with the exit status and the log's last lines (or the
+server kind (the MongoDB stand-in included), SIGKILL and SIGSTOP of the server in
+the middle of a load and of an execute (the slow-starting JVM servers: SIGKILL
+mid-load) fail within seconds with the exit status and the log's last lines (or the
 stall bound), and no process of the server survives. The signals are sent from
 inside the client's own calls (the Nth write or query), so they land mid-phase
 every time. Run with `pytest -m faults`."""
@@ -26,7 +27,7 @@ from tsbench.watch import Stalled
 
 pytestmark = pytest.mark.faults
 
-KINDS = ("influx", "postgres", "victoriametrics")
+KINDS = ("influx", "postgres", "victoriametrics", "mongodb")
 DATASET = {"use_case": "cpu-only", "scale": 10, "end": "2016-01-01T01:00:00Z", "seed": 4}
 
 

@@ -10,6 +10,7 @@ import io
 import json
 import struct
 
+import bson
 import numpy as np
 import pytest
 
@@ -126,9 +127,28 @@ def test_open_close_make_one_value_of_several_ops():
     got = lines(key, data)
     assert got[0] == struct.pack(">i", 23) + b"cpu,h=host_0#2016-01-02" + struct.pack(">iq", 8, 7)
     assert got[1] == struct.pack(">i", 19) + b"cpu,r=eu#2016-01-02" + struct.pack(">i", -2)
-    for bad in ([("open",)], [("close",)], [("open",), ("open",), ("close",), ("close",)]):
-        with pytest.raises(ValueError, match="needs its"):
+    for bad in ([("open",)], [("close",)], [("close",), ("open",)], [("open",)] * 5 + [("close",)] * 5,
+                [("open", "json"), ("close",)]):
+        with pytest.raises(ValueError, match="needs its|not valid"):
             native.Template(bad)
+
+
+def test_bson_documents_golden():
+    """A document per line, a nested one for the tags, null elements left out: the bytes
+    pymongo's own encoder writes for the same dict."""
+    data = (b'2016-01-01T00:00:10.123Z,host_0,"eu ""1""",1.5,-7\n'
+            b"1969-12-31T23:59:59.9995Z,,,,\n")
+    ops = [("open", "bson"), ("lit", b"\x09time\x00"), ("col", 0, "b_date"), ("lit", b"\x03tags\x00"),
+           ("open", "bson")]
+    for i, tag in ((1, b"hostname"), (2, b"region")):
+        ops += [("if", i, 2), ("lit", b"\x02" + tag + b"\x00"), ("col", i, "b_string")]
+    ops += [("close",), ("if", 3, 2), ("lit", b"\x01usage\x00"), ("col", 3, "b_double"),
+            ("if", 4, 2), ("lit", b"\x12n\x00"), ("col", 4, "b_int64"), ("close",)]
+    got = lines(ops, data)
+    t0 = dt.datetime(2016, 1, 1, 0, 0, 10, 123000, tzinfo=dt.timezone.utc)
+    assert got[0] == bson.encode({"time": t0, "tags": {"hostname": "host_0", "region": 'eu "1"'},
+                                  "usage": 1.5, "n": bson.int64.Int64(-7)})
+    assert got[1] == bson.encode({"time": bson.datetime_ms.DatetimeMS(-1), "tags": {}})     # ms floor
 
 
 @pytest.mark.parametrize("enc,bad", [("v_double", "1.5x"), ("v_double", " 1"), ("v_double", "1" * 70),

@@ -3,8 +3,8 @@
 CSV file of the JVM databases' cases), the null HTTP sink, and local InfluxDB and
 VictoriaMetrics servers (2 workers x 10,000 rows, the first 6 hours = 1,944,000
 rows), OpenSearch (both seed templates; the default one also through opensearch-py,
-client=library) and Cassandra (both schemas) with 2 and 4 workers on the first 3
-hours (972,000 rows). Prints rows/s, client and server CPU seconds and their ratio,
+client=library), Cassandra (both schemas) and the MongoDB stand-in
+(mongo-java-server) with 2 and 4 workers on the first 3 hours (972,000 rows). Prints rows/s, client and server CPU seconds and their ratio,
 medians over runs. Figures come from here, never from timed tests."""
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ for _w in (2, 4):
     CASES[f"opensearch-agg-w{_w}"] = ("elasticsearch", "3h", ["-w", str(_w), "-b", "10000", "-O", "template=aggregation"])
     CASES[f"cassandra-w{_w}"] = ("cassandra", "3h", ["-w", str(_w), "-b", "10000"])
     CASES[f"cassandra-wide-w{_w}"] = ("cassandra", "3h", ["-w", str(_w), "-b", "10000", "-O", "schema=wide"])
+    CASES[f"mongodb-w{_w}"] = ("mongodb", "3h", ["-w", str(_w), "-b", "10000"])
 ENDS = {"day": "2016-01-02T00:00:00Z", "6h": "2016-01-01T06:00:00Z", "3h": "2016-01-01T03:00:00Z"}
 
 

@@ -275,8 +275,12 @@ def split_csv(layout: CsvLayout, data) -> tuple[bytearray, list[Cut | None]]:
 ENCODINGS = {"raw": 0, "json": 1, "jsonin": 2, "ns": 5, "ms": 6, "subms": 7, "day": 8,
              # CQL binary values ([bytes], NULL as unset): text, double, bigint, time as bigint ns,
              # timestamp, int ns within the ms, date
-             "v_text": 9, "v_double": 10, "v_bigint": 11, "v_ns": 12, "v_ms": 13, "v_subms": 14, "v_date": 15}
-TEXT_ENCODINGS = {ENCODINGS[e] for e in ("raw", "json", "jsonin", "v_text")}
+             "v_text": 9, "v_double": 10, "v_bigint": 11, "v_ns": 12, "v_ms": 13, "v_subms": 14, "v_date": 15,
+             # BSON element values: double, int64, time as a UTC datetime (ms), string
+             "b_double": 16, "b_int64": 17, "b_date": 18, "b_string": 19}
+TEXT_ENCODINGS = {ENCODINGS[e] for e in ("raw", "json", "jsonin", "v_text", "b_string")}
+OPEN_FLAVOURS = {"cql": 0, "bson": 1}       # ("open",) is ("open", "cql")
+OPEN_DEPTH = 4                              # values open at once, at most (render.c)
 _OP_LIT, _OP_COL, _OP_IF, _OP_OPEN, _OP_CLOSE = 0, 1, 2, 3, 4
 _ERR_SPACE, _ERR_CSV, _ERR_TIME, _ERR_COLUMN, _ERR_NUMBER = -3, -6, -7, -8, -9
 _RENDER_ERRORS = {_ERR_CSV: "a malformed CSV line (an unterminated quote or text after a closing quote)",
@@ -296,24 +300,25 @@ class CsvRenderError(UserError):
 class Template:
     """The text each CSV line of a measurement becomes (ts_template), from ops:
     ("lit", bytes) | ("col", i, encoding) | ("if", i, k): when column i is NULL
-    skip the next k ops | ("open",) ... ("close",): what the ops between write,
-    as one CQL binary value (its length first). Column 0 is the time, then the
+    skip the next k ops | ("open"[, "cql" | "bson"]) ... ("close",): what the ops
+    between write, as one CQL binary value or one BSON document (its length first). Column 0 is the time, then the
     tags, then the fields."""
 
     def __init__(self, ops: list[tuple]):
         lits = bytearray()
         rows = [_op_row(k, op, len(ops) - k, lits) for k, op in enumerate(ops)]
         opened = [r["kind"] for r in rows if r["kind"] in (_OP_OPEN, _OP_CLOSE)]
-        if opened != [_OP_OPEN, _OP_CLOSE] * (len(opened) // 2) + [_OP_OPEN] * (len(opened) % 2) or len(opened) % 2:
-            raise ValueError("template ops: every (\"open\",) needs its (\"close\",), no nesting")
+        depth = np.cumsum([1 if k == _OP_OPEN else -1 for k in opened], dtype=np.int64)
+        if len(depth) and (depth[-1] != 0 or depth.min() < 0 or depth.max() > OPEN_DEPTH):
+            raise ValueError(f"template ops: every (\"open\",) needs its (\"close\",), {OPEN_DEPTH} deep at most")
         self.ops = list(ops)
         self.max_col = max((r["col"] for r in rows if r["kind"] in (_OP_COL, _OP_IF)), default=0)
         text = [r["col"] for r in rows if r["kind"] == _OP_COL and r["enc"] in TEXT_ENCODINGS]
         self.n_cols = sum(r["kind"] == _OP_COL for r in rows)
         # output bytes per line: at most `line_bound` + 6 * line length * n_cols (all escaped);
         # usually about `line_guess` + line length * `repeats` (the most any column is written)
-        self.line_bound = len(lits) + 24 * self.n_cols + 2 * len(opened)
-        self.line_guess = len(lits) + 24 * (self.n_cols - len(text)) + 2 * len(text) + 2 * len(opened)
+        self.line_bound = len(lits) + 24 * self.n_cols + 3 * len(opened)
+        self.line_guess = len(lits) + 24 * (self.n_cols - len(text)) + 2 * len(text) + 3 * len(opened)
         self.repeats = max((text.count(c) for c in set(text)), default=0)
         self._ops = ffi.new("ts_op[]", rows or [{}])
         self._lits = ffi.new("char[]", bytes(lits) or b"\0")
@@ -331,8 +336,10 @@ def _op_row(k: int, op: tuple, left: int, lits: bytearray) -> dict:
         return {"kind": _OP_COL, "col": op[1], "enc": ENCODINGS[op[2]]}
     if op[0] == "if" and len(op) == 3 and op[1] >= 0 and 0 <= op[2] < left:
         return {"kind": _OP_IF, "col": op[1], "skip": op[2]}
-    if op in (("open",), ("close",)):
-        return {"kind": _OP_OPEN if op[0] == "open" else _OP_CLOSE}
+    if op == ("close",):
+        return {"kind": _OP_CLOSE}
+    if op[0] == "open" and len(op) <= 2 and (op[1:] or ("cql",))[0] in OPEN_FLAVOURS:
+        return {"kind": _OP_OPEN, "enc": OPEN_FLAVOURS[(op[1:] or ("cql",))[0]]}
     raise ValueError(f"template op {k} is not valid: {op!r}")
 
 

@@ -27,6 +27,7 @@ PACKAGES = (
     "duckdb",
     "cassandra",
     "elasticsearch",
+    "mongodb",
 )
 
 TARGET_GROUP = "tsbench.targets"

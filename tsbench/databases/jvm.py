@@ -119,12 +119,12 @@ def maven_lib(name: str, version: str, artifacts: list[str], what: str) -> pathl
     return dest
 
 
-def default_heap() -> str:
-    """An eighth of the machine's memory, between 256 MiB and 1 GiB."""
+def default_heap(floor_mb: int = 256, cap_mb: int = HEAP_CAP_MB) -> str:
+    """An eighth of the machine's memory, between floor_mb and cap_mb (256 MiB and 1 GiB)."""
     import psutil
 
     mb = psutil.virtual_memory().total // (8 << 20)
-    return f"{max(256, min(HEAP_CAP_MB, mb))}m"
+    return f"{max(floor_mb, min(cap_mb, mb))}m"
 
 
 class JvmServer(Server):
@@ -136,6 +136,7 @@ class JvmServer(Server):
     main_class: ClassVar[str]                      # a class name, or the path of a single-file launcher (.java)
     jvm_flags: ClassVar[tuple[str, ...]] = ()      # JPMS flags and the like
     options_allowed: ClassVar[tuple[str, ...]] = ("heap",)
+    heap_mb: ClassVar[tuple[int, int]] = (256, HEAP_CAP_MB)   # the default heap's floor and cap
     ready_timeout = 120.0
     stop_timeout = 60.0
 
@@ -145,7 +146,7 @@ class JvmServer(Server):
         unknown = set(self.options) - allowed
         if unknown:
             raise UserError(f"server {self.kind}: unknown option {min(unknown)!r} (options: {', '.join(sorted(allowed))})")
-        self.heap = str(self.options.get("heap") or default_heap())
+        self.heap = str(self.options.get("heap") or default_heap(*self.heap_mb))
         if not HEAP_RE.fullmatch(self.heap):
             raise UserError(f"server {self.kind}: option heap: {self.heap!r} is not a size like 512m or 2g")
 

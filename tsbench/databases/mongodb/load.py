@@ -1,0 +1,235 @@
+"""MongoDB as a target: loads (phase 2) and runs aggregation pipelines (phase 4).
+
+Load: each batch is split by measurement in the C core (native.split_csv) and
+each part rendered by a C template (documents.py) into BSON documents, one per
+line; the documents go to `insert_many(ordered=False)` of the measurement's
+collection as `RawBSONDocument`s (pymongo copies their bytes into the message
+as they are: no dict, no re-encoding; the one Python step per row is wrapping
+a slice of the rendered bytes). The client is pymongo's own async one
+(`AsyncMongoClient`), its pool shared by the workers of a process.
+
+Push-back and retries: a server that cannot be selected or a connection lost
+is Retryable (the loader backs off and re-sends the batch whole). Documents get
+no `_id` (the server assigns it), so a batch the server had stored before the
+connection dropped is stored twice; the count verification after the load
+finds the excess and fails the load: never a silent double. A document the
+server refuses (a BulkWriteError) fails the load with the number refused and
+the first one's words.
+
+count(): documents, exactly (`count_documents` of each measurement's collection).
+compact(): the `compact` command per collection on a server that has it
+(untimed). disk_bytes(): from `collStats`, the documents' BSON bytes plus the
+indexes' (mongodb_data_bytes, the figure every server reports, the in-memory
+stand-in included), and the bytes on disk plus the indexes'
+(mongodb_storage_bytes) where the server stores to disk.
+
+Layouts: `point` (one document per record, as the seed loaded BSON) and
+`timeseries` (the same documents in a native time-series collection,
+timeField "time", metaField "tags", MongoDB 5+).
+
+Options: database, layout, write_concern (w: a number or "majority"), journal,
+timeout (seconds, per operation)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ... import native
+from ...errors import Fatal, Retryable, UserError
+from ...model import Batch, Tables
+from ..server import all_states, say
+from ..target import Target, exists_error
+from .documents import TAGS, TIME, document_ops
+from .mql import Mql
+
+CONNECT_TIMEOUT_MS = 10_000
+
+
+class MongoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    database: str = Field("tsbench", pattern=r"^[A-Za-z0-9_-]{1,63}$")
+    layout: Literal["point", "timeseries"] = "point"
+    write_concern: int | Literal["majority"] = 1     # w
+    journal: bool | None = None                      # j
+    timeout: float = Field(60.0, gt=0)               # seconds, per operation
+
+
+def one_line(exc: BaseException) -> str:
+    """The driver's words in one line, without its timeout settings and topology dump."""
+    text = re.split(r", Timeout: | \(configured timeouts|, full error: ", str(exc))[0]
+    return " ".join(text.split())[:1000] or type(exc).__name__
+
+
+class MongoTarget(Target):
+    name = "mongodb"
+    format = "csv"
+    server_kind = "mongo-java-server"
+    count_unit = "rows"
+    options_model = MongoOptions
+    own_disk_figure = "mongodb_data_bytes"
+    dialects = {"mql": Mql}
+
+    def __init__(self, url=None, options=None):
+        super().__init__(url, options)
+        if not self.url:
+            raise UserError("target mongodb: needs a server: --server local or --server mongodb://HOST:27017")
+        if not self.url.startswith(("mongodb://", "mongodb+srv://")):
+            raise UserError("target mongodb: the server must be a mongodb:// URL")
+        self.what = "target mongodb"
+        self.client = None
+        self.db = None
+        self._layout = None
+        self._templates: list = []
+        self._tables: Tables | None = None
+
+    # ---- connect ------------------------------------------------------------------------
+    async def open(self) -> None:
+        import pymongo
+        from pymongo import AsyncMongoClient, WriteConcern
+        from pymongo.errors import PyMongoError
+
+        o = self.options
+        wc = WriteConcern(w=o.write_concern, j=o.journal)
+        try:
+            self.client = AsyncMongoClient(self.url, serverSelectionTimeoutMS=CONNECT_TIMEOUT_MS,
+                                           connectTimeoutMS=CONNECT_TIMEOUT_MS, timeoutMS=int(o.timeout * 1000),
+                                           appname="tsbench", tz_aware=True)
+            with pymongo.timeout(CONNECT_TIMEOUT_MS / 1000):
+                await self.client.admin.command("ping")
+        except PyMongoError as exc:
+            await self.close()
+            raise UserError(f"{self.what}: cannot connect: {one_line(exc)}") from None
+        self.db = self.client.get_database(o.database, write_concern=wc)
+
+    async def close(self) -> None:
+        if self.client is not None:
+            client, self.client = self.client, None
+            await client.close()
+
+    async def version(self) -> str:
+        """The server by its own name: "mongo-java-server 1.47.0 (MongoDB wire protocol)" for the
+        local stand-in, "FerretDB v1.24.0 (MongoDB wire protocol)", "MongoDB 8.0.4"; and the client."""
+        import pymongo
+
+        info = await self.client.admin.command("buildInfo")
+        local = [st.version for st in all_states() if st.kind == "mongo-java-server" and st.url == self.url]
+        if local:
+            server = f"mongo-java-server {local[0]} (MongoDB wire protocol)"
+        elif info.get("ferretdbVersion"):
+            server = f"FerretDB {info['ferretdbVersion']} (MongoDB wire protocol)"
+        else:
+            server = f"MongoDB {info.get('version', '?')}"
+        return f"{server} (client pymongo {pymongo.version})"
+
+    # ---- create -------------------------------------------------------------------------
+    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+        self._bind(tables)
+        existing = set(await self.db.list_collection_names())
+        for t in tables:
+            if t.name not in existing:
+                await self._make(t.name)
+                continue
+            if if_exists == "abort" and await self.db[t.name].find_one({}, {"_id": 1}) is not None:
+                raise exists_error("mongodb", f"collection {t.name!r} in database {self.options.database!r}")
+            if if_exists == "drop":
+                await self.db.drop_collection(t.name)
+                await self._make(t.name)
+
+    async def _make(self, name: str) -> None:
+        if self.options.layout == "timeseries":
+            await self.db.create_collection(name, timeseries={"timeField": TIME, "metaField": TAGS})
+        else:
+            await self.db.create_collection(name)
+
+    def _bind(self, tables: Tables) -> None:
+        self._tables = tables
+        self._layout = native.CsvLayout([(t.name, len(t.tags)) for t in tables])
+        self._templates = [native.Template(document_ops(t)) for t in tables]
+
+    async def attach(self, tables: Tables) -> None:
+        self._bind(tables)
+
+    # ---- write --------------------------------------------------------------------------
+    async def write(self, batch: Batch) -> None:
+        if self._layout is None:
+            raise Fatal("mongodb: write() before create() or attach()")
+        buf, parts = native.split_csv(self._layout, batch.data)
+        inserts = []
+        for i, part in enumerate(parts):
+            if part is not None:
+                out, ends = native.render(self._templates[i], buf, part[0], part[1])
+                inserts.append(self._insert(self._tables.tables[i].name, bytes(out), ends))
+        await asyncio.gather(*inserts)
+
+    async def _insert(self, collection: str, data: bytes, ends) -> None:
+        from bson.raw_bson import RawBSONDocument
+        from pymongo.errors import BulkWriteError, ConnectionFailure, PyMongoError
+
+        bounds = [0, *ends.tolist()]
+        docs = [RawBSONDocument(data[a:b]) for a, b in zip(bounds, bounds[1:])]
+        try:
+            await self.db[collection].insert_many(docs, ordered=False)
+        except BulkWriteError as exc:
+            errors = exc.details.get("writeErrors") or []
+            first = errors[0].get("errmsg", "") if errors else one_line(exc)
+            raise Fatal(f"{self.what}: {len(errors)} of {len(docs)} documents refused by the server; "
+                        f"the first: {first}") from None
+        except ConnectionFailure as exc:
+            raise Retryable(f"{self.what}: {one_line(exc)}") from None
+        except PyMongoError as exc:
+            raise Fatal(f"{self.what}: {one_line(exc)}") from None
+
+    # ---- verify, compact, measure ---------------------------------------------------------
+    async def count(self, tables: Tables) -> int:
+        return sum([await self.db[t.name].count_documents({}) for t in tables])
+
+    async def compact(self) -> None:
+        """The compact command per collection, where the server has it (untimed)."""
+        from pymongo.errors import OperationFailure
+
+        for t in self._tables or ():
+            try:
+                await self.db.command("compact", t.name)
+            except OperationFailure as exc:
+                say(f"mongodb: compact {t.name}: not done: {(exc.details or {}).get('errmsg') or one_line(exc)}")
+                return
+
+    async def disk_bytes(self) -> dict[str, int]:
+        """From collStats of the collections: the documents' BSON bytes plus their indexes'
+        (mongodb_data_bytes, every server reports it), and the storage engine's bytes on disk
+        plus the indexes' (mongodb_storage_bytes) where the server stores to disk."""
+        data = storage = index = 0
+        for t in self._tables or ():
+            st = await self.db.command("collStats", t.name)
+            sizes = st.get("indexSize")
+            index += int(st.get("totalIndexSize", sum(sizes.values()) if isinstance(sizes, dict) else 0))
+            data += int(st.get("size", 0))
+            storage += int(st.get("storageSize", 0))
+        out = {self.own_disk_figure: data + index}
+        if storage:
+            out["mongodb_storage_bytes"] = storage + index
+        return out
+
+    # ---- queries ------------------------------------------------------------------------
+    async def query(self, plan):
+        """The pipeline's cursor read to its end, timed from send to the last batch."""
+        import time
+
+        from pymongo.errors import PyMongoError
+
+        from ...queries.base import Answer
+
+        t0 = time.perf_counter()
+        try:
+            cursor = await self.db[plan.collection].aggregate(plan.pipeline)
+            docs = await cursor.to_list(None)
+        except PyMongoError as exc:
+            raise Fatal(f"{self.what}: {one_line(exc)}") from None
+        return Answer(raw=docs, seconds=time.perf_counter() - t0)
+
+    def canonical(self, plan, answer) -> list[tuple]:
+        return plan.read(answer.raw)

@@ -1,0 +1,40 @@
+"""mongo-java-server as the local MongoDB stand-in (phases 2-5): no registry
+reachable here ships a MongoDB server, so `server: local` runs
+de.bwaldvogel:mongo-java-server 1.47.0 from Maven Central (its in-memory
+backend, on the JVM layer) through the single-file Launcher.java beside this
+module, on 127.0.0.1 and a free port. It speaks the MongoDB wire protocol
+(reporting wire version 8, so pymongo < 4.18) and answers `$group` with `$max`,
+`$min`, `$avg` and `$sum`; it is always named by its own name and version,
+never called MongoDB. Its data lives in the heap (option `heap`, default an
+eighth of the machine's memory, at least 1 GiB): nothing is on disk."""
+
+from __future__ import annotations
+
+import pathlib
+import socket
+
+from ..jvm import JvmServer
+
+LAUNCHER = pathlib.Path(__file__).resolve().parent / "Launcher.java"
+VERSION = "1.47.0"
+
+
+class MongoJavaServer(JvmServer):
+    kind = "mongo-java-server"
+    lib_name = "mongo-java-server"
+    lib_version = VERSION
+    artifacts = (f"de.bwaldvogel:mongo-java-server:{VERSION}", "org.slf4j:slf4j-nop:2.0.16")
+    main_class = str(LAUNCHER)
+    port_names = ("mongo",)
+    url_scheme = "mongodb"
+    heap_mb = (1024, 1 << 20)     # the data lives in the heap: an eighth of the machine, at least 1 GiB
+
+    def main_args(self, datadir: pathlib.Path, ports: dict[str, int]) -> list[str]:
+        return [str(ports["mongo"])]
+
+    def ready(self, ports: dict[str, int]) -> bool:
+        with socket.create_connection(("127.0.0.1", ports["mongo"]), timeout=2):
+            return True
+
+    def version(self) -> str:
+        return VERSION
