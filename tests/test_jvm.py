@@ -85,9 +85,9 @@ def test_command_line_has_heap_gc_log_flags_properties_classpath_and_main(tmp_pa
     s = Demo(instance_dir=tmp_path / "inst", options={"heap": "300m"})
     cmd = s.command(s.datadir, {"http": 1234})
     assert pathlib.Path(cmd[0]).name == "java"
-    assert cmd[1:3] == ["-Xms300m", "-Xmx300m"]
-    assert cmd[3].startswith(f"-Xlog:gc*:file={tmp_path / 'inst' / 'gc.log'}:")
-    assert cmd[4:] == ["--add-opens=java.base/java.lang=ALL-UNNAMED", "-Ddemo.port=1234", "-cp",
+    assert cmd[1:4] == ["-Xms300m", "-Xmx300m", "-XX:+ExitOnOutOfMemoryError"]     # dead, not wedged
+    assert cmd[4].startswith(f"-Xlog:gc*:file={tmp_path / 'inst' / 'gc.log'}:")
+    assert cmd[5:] == ["--add-opens=java.base/java.lang=ALL-UNNAMED", "-Ddemo.port=1234", "-cp",
                        f"{tmp_path / 'lib' / 'slf4j-2.0.9'}/*", "org.example.Main", "--data", str(s.datadir)]
 
 

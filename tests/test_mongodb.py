@@ -117,12 +117,23 @@ def test_the_timeseries_layout_asks_for_a_time_series_collection(server):
 
 
 def test_the_stand_in_s_default_heap_holds_data(tmp_path):
-    """Its data lives in the heap: by default an eighth of the machine, at least 1 GiB, not
+    """Its data lives in the heap: by default a quarter of the machine, at least 1 GiB, not
     capped at the other JVMs' 1 GiB."""
     import psutil
 
     from tsbench.databases.mongodb.server import MongoJavaServer
 
     heap = MongoJavaServer(name="heap-check", instance_dir=str(tmp_path)).heap
-    assert heap == f"{max(1024, psutil.virtual_memory().total // (8 << 20))}m"
+    assert heap == f"{max(1024, psutil.virtual_memory().total // (4 << 20))}m"
     assert MongoJavaServer(name="heap-check", instance_dir=str(tmp_path), options={"heap": "3g"}).heap == "3g"
+
+
+def test_a_stand_in_out_of_memory_fails_the_load_at_once(tmp_path):
+    """Its data lives in the heap: a heap too small for the data ends the JVM (not a server
+    wedged until the push-back bound), and the load fails in one line naming the error."""
+    path = tmp_path / "big.csv"
+    run_cli("generate", "-q", "--scale", "10", "--end", "2016-01-01T02:00:00Z", "--format", "csv", "-o", str(path))
+    p = run_cli("load", str(path), "-t", "mongodb", "--server-option", "heap=64m", "-q", check=False)
+    err = p.stderr.decode().strip()
+    assert p.returncode != 0 and "Traceback" not in err
+    assert "mongo-java-server" in err and "OutOfMemoryError" in err, err

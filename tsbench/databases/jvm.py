@@ -119,11 +119,11 @@ def maven_lib(name: str, version: str, artifacts: list[str], what: str) -> pathl
     return dest
 
 
-def default_heap(floor_mb: int = 256, cap_mb: int = HEAP_CAP_MB) -> str:
-    """An eighth of the machine's memory, between floor_mb and cap_mb (256 MiB and 1 GiB)."""
+def default_heap(floor_mb: int = 256, cap_mb: int = HEAP_CAP_MB, share: int = 8) -> str:
+    """1/share of the machine's memory (an eighth), between floor_mb and cap_mb (256 MiB and 1 GiB)."""
     import psutil
 
-    mb = psutil.virtual_memory().total // (8 << 20)
+    mb = psutil.virtual_memory().total // (share << 20)
     return f"{max(floor_mb, min(cap_mb, mb))}m"
 
 
@@ -136,7 +136,7 @@ class JvmServer(Server):
     main_class: ClassVar[str]                      # a class name, or the path of a single-file launcher (.java)
     jvm_flags: ClassVar[tuple[str, ...]] = ()      # JPMS flags and the like
     options_allowed: ClassVar[tuple[str, ...]] = ("heap",)
-    heap_mb: ClassVar[tuple[int, int]] = (256, HEAP_CAP_MB)   # the default heap's floor and cap
+    heap_mb: ClassVar[tuple[int, int, int]] = (256, HEAP_CAP_MB, 8)   # the default heap: floor, cap, 1/share
     ready_timeout = 120.0
     stop_timeout = 60.0
 
@@ -184,7 +184,7 @@ class JvmServer(Server):
         java = java_home_ok(self.kind)
         gc = self.dir / "gc.log"
         props = [f"-D{k}={v}" for k, v in self.sysprops(datadir, ports).items()]
-        return [str(java), f"-Xms{self.heap}", f"-Xmx{self.heap}",
+        return [str(java), f"-Xms{self.heap}", f"-Xmx{self.heap}", "-XX:+ExitOnOutOfMemoryError",
                 f"-Xlog:gc*:file={gc}:time,uptime:filecount=2,filesize=10m",
                 *self.jvm_flags, *self.extra_jvm_flags(datadir, ports), *props,
                 "-cp", f"{self.lib}/*", self.main_class, *self.main_args(datadir, ports)]

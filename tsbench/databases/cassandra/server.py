@@ -115,7 +115,7 @@ class CassandraServer(JvmServer):
     artifacts = (f"org.apache.cassandra:cassandra-all:{VERSION}",)
     main_class = "org.apache.cassandra.service.CassandraDaemon"
     jvm_flags = ("-Djdk.attach.allowAttachSelf=true", "-Dio.netty.tryReflectionSetAccessible=true",
-                 "-Djava.net.preferIPv4Stack=true", "-XX:+UseG1GC", "-XX:+ExitOnOutOfMemoryError",
+                 "-Djava.net.preferIPv4Stack=true", "-XX:+UseG1GC",
                  *JPMS_FLAGS)
     ready_timeout = 180.0
 

@@ -32,7 +32,6 @@ timeout (seconds, per operation)."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Literal
 
@@ -158,12 +157,10 @@ class MongoTarget(Target):
         if self._layout is None:
             raise Fatal("mongodb: write() before create() or attach()")
         buf, parts = native.split_csv(self._layout, batch.data)
-        inserts = []
-        for i, part in enumerate(parts):
+        for i, part in enumerate(parts):      # one collection after the other: nothing left running on an error
             if part is not None:
                 out, ends = native.render(self._templates[i], buf, part[0], part[1])
-                inserts.append(self._insert(self._tables.tables[i].name, bytes(out), ends))
-        await asyncio.gather(*inserts)
+                await self._insert(self._tables.tables[i].name, bytes(out), ends)
 
     async def _insert(self, collection: str, data: bytes, ends) -> None:
         from bson.raw_bson import RawBSONDocument
