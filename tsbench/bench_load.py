@@ -4,8 +4,8 @@ CSV file of the JVM databases' cases), the null HTTP sink, and local InfluxDB an
 VictoriaMetrics servers (2 workers x 10,000 rows, the first 6 hours = 1,944,000
 rows), OpenSearch (both seed templates; the default one also through opensearch-py,
 client=library), Cassandra (both schemas) and the MongoDB stand-in
-(mongo-java-server) with 2 and 4 workers on the first 3 hours (972,000 rows). Prints rows/s, client and server CPU seconds and their ratio,
-medians over runs. Figures come from here, never from timed tests."""
+(mongo-java-server) with 2 and 4 workers on the first 3 hours (972,000 rows).
+Prints rows/s, client and server CPU seconds and their ratio, medians over runs. Figures come from here, never from timed tests."""
 
 from __future__ import annotations
 

@@ -301,8 +301,8 @@ class Template:
     """The text each CSV line of a measurement becomes (ts_template), from ops:
     ("lit", bytes) | ("col", i, encoding) | ("if", i, k): when column i is NULL
     skip the next k ops | ("open"[, "cql" | "bson"]) ... ("close",): what the ops
-    between write, as one CQL binary value or one BSON document (its length first). Column 0 is the time, then the
-    tags, then the fields."""
+    between write, as one CQL binary value or one BSON document (its length
+    first). Column 0 is the time, then the tags, then the fields."""
 
     def __init__(self, ops: list[tuple]):
         lits = bytearray()
@@ -338,8 +338,9 @@ def _op_row(k: int, op: tuple, left: int, lits: bytearray) -> dict:
         return {"kind": _OP_IF, "col": op[1], "skip": op[2]}
     if op == ("close",):
         return {"kind": _OP_CLOSE}
-    if op[0] == "open" and len(op) <= 2 and (op[1:] or ("cql",))[0] in OPEN_FLAVOURS:
-        return {"kind": _OP_OPEN, "enc": OPEN_FLAVOURS[(op[1:] or ("cql",))[0]]}
+    flavour = op[1] if op[0] == "open" and len(op) == 2 else "cql"
+    if op[0] == "open" and len(op) <= 2 and flavour in OPEN_FLAVOURS:
+        return {"kind": _OP_OPEN, "enc": OPEN_FLAVOURS[flavour]}
     raise ValueError(f"template op {k} is not valid: {op!r}")
 
 

@@ -50,9 +50,6 @@ class BoundStatements:
     def __init__(self, data, count: int):
         self.data, self.count = data, count
 
-    def __len__(self) -> int:
-        return self.count
-
 
 class BoundBatch(BatchStatement):
     """An unlogged batch of pre-serialized prepared statements (retried whole: upserts)."""

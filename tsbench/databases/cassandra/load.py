@@ -66,6 +66,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ... import native
+from ...batches import csv_layout
 from ...errors import Fatal, UserError
 from ...model import Batch, Tables
 from ...queries.base import Answer
@@ -222,7 +223,7 @@ class CassandraTarget(Target):
     async def _bind(self, tables: Tables) -> None:
         """Each measurement's INSERTs prepared, and the templates binding them."""
         self._tables = tables
-        self._layout = native.CsvLayout([(t.name, len(t.tags)) for t in tables])
+        self._layout = csv_layout(tables)
         self._templates = []
         for t in tables:
             ids = [(await self._statement(cql)).query_id for cql in insert_cql(self.options.schema, self.ks, t)]

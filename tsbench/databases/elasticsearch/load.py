@@ -51,6 +51,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ... import native
+from ...batches import csv_layout
 from ...errors import Fatal, Retryable, ServerLacks, UserError
 from ...model import Batch, Table, Tables
 from ...queries.base import Answer
@@ -174,7 +175,7 @@ class ElasticsearchTarget(Target):
         self._tables = list(tables)
         for t in self._tables:
             check_names(t)
-        self._layout = native.CsvLayout([(t.name, len(t.tags)) for t in self._tables])
+        self._layout = csv_layout(self._tables)
         self._tpls = [native.Template(templates.bulk_ops(t)) for t in self._tables]
 
     def _indices(self) -> str:

@@ -33,13 +33,20 @@ timeout (seconds, per operation)."""
 from __future__ import annotations
 
 import re
+import time
 from typing import Literal
 
+import pymongo
+from bson.raw_bson import RawBSONDocument
 from pydantic import BaseModel, ConfigDict, Field
+from pymongo import AsyncMongoClient, WriteConcern
+from pymongo.errors import BulkWriteError, ConnectionFailure, OperationFailure, PyMongoError
 
 from ... import native
+from ...batches import csv_layout
 from ...errors import Fatal, Retryable, UserError
 from ...model import Batch, Tables
+from ...queries.base import Answer
 from ..server import all_states, say
 from ..target import Target, exists_error
 from .documents import TAGS, TIME, document_ops
@@ -87,10 +94,6 @@ class MongoTarget(Target):
 
     # ---- connect ------------------------------------------------------------------------
     async def open(self) -> None:
-        import pymongo
-        from pymongo import AsyncMongoClient, WriteConcern
-        from pymongo.errors import PyMongoError
-
         o = self.options
         wc = WriteConcern(w=o.write_concern, j=o.journal)
         try:
@@ -112,8 +115,6 @@ class MongoTarget(Target):
     async def version(self) -> str:
         """The server by its own name: "mongo-java-server 1.47.0 (MongoDB wire protocol)" for the
         local stand-in, "FerretDB v1.24.0 (MongoDB wire protocol)", "MongoDB 8.0.4"; and the client."""
-        import pymongo
-
         info = await self.client.admin.command("buildInfo")
         local = [st.version for st in all_states() if st.kind == "mongo-java-server" and st.url == self.url]
         if local:
@@ -146,7 +147,7 @@ class MongoTarget(Target):
 
     def _bind(self, tables: Tables) -> None:
         self._tables = tables
-        self._layout = native.CsvLayout([(t.name, len(t.tags)) for t in tables])
+        self._layout = csv_layout(tables)
         self._templates = [native.Template(document_ops(t)) for t in tables]
 
     async def attach(self, tables: Tables) -> None:
@@ -163,9 +164,6 @@ class MongoTarget(Target):
                 await self._insert(self._tables.tables[i].name, bytes(out), ends)
 
     async def _insert(self, collection: str, data: bytes, ends) -> None:
-        from bson.raw_bson import RawBSONDocument
-        from pymongo.errors import BulkWriteError, ConnectionFailure, PyMongoError
-
         bounds = [0, *ends.tolist()]
         docs = [RawBSONDocument(data[a:b]) for a, b in zip(bounds, bounds[1:])]
         try:
@@ -186,8 +184,6 @@ class MongoTarget(Target):
 
     async def compact(self) -> None:
         """The compact command per collection, where the server has it (untimed)."""
-        from pymongo.errors import OperationFailure
-
         for t in self._tables or ():
             try:
                 await self.db.command("compact", t.name)
@@ -214,12 +210,6 @@ class MongoTarget(Target):
     # ---- queries ------------------------------------------------------------------------
     async def query(self, plan):
         """The pipeline's cursor read to its end, timed from send to the last batch."""
-        import time
-
-        from pymongo.errors import PyMongoError
-
-        from ...queries.base import Answer
-
         t0 = time.perf_counter()
         try:
             cursor = await self.db[plan.collection].aggregate(plan.pipeline)

@@ -50,13 +50,9 @@ def _date(ns: int) -> dt.datetime:
     return EPOCH + dt.timedelta(microseconds=ns // 1000)
 
 
-def _ns(t) -> int | None:
-    """A BSON datetime (aware) or an epoch-ms number as epoch ns."""
-    if t is None:
-        return None
-    if isinstance(t, dt.datetime):
-        return (t - EPOCH) // dt.timedelta(milliseconds=1) * MS
-    return int(t) * MS
+def _ns(t: dt.datetime | None) -> int | None:
+    """A BSON datetime (aware) as epoch ns."""
+    return None if t is None else (t - EPOCH) // dt.timedelta(milliseconds=1) * MS
 
 
 def _match(p: dict) -> dict:
