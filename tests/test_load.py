@@ -302,3 +302,28 @@ def test_server_restart_keeps_ports_and_changes_pid(tmp_path):
         assert not pid_alive(first.pid) and pid_alive(again.pid)
         assert load_state(srv.name).pid == again.pid and srv.pids() == [again.pid]
     assert load_state(srv.name) is None and not pid_alive(again.pid)
+
+
+def test_a_death_shown_after_the_failed_requests_still_fails_the_phase(tmp_path):
+    """A killed server's sockets close before its process is reaped: the requests fail
+    first and its end shows a moment later. settle() waits for it, so the phase fails with
+    the server's end rather than ending "with errors" (a race CI once lost)."""
+    import signal
+    import time
+
+    from tsbench.databases.null.server import NullHttpServer
+    from tsbench.errors import ServerError
+    from tsbench.watch import settle, watchdog
+
+    srv = NullHttpServer(name=f"test-settle-{os.getpid()}", instance_dir=tmp_path / "sink")
+    real_report, killed = srv.exit_report, []
+    srv.exit_report = lambda: real_report() if killed and time.monotonic() > killed[0] + 0.3 else None
+
+    async def phase():
+        async with watchdog("queries", srv):
+            os.kill(srv.state.pid, signal.SIGKILL)
+            killed.append(time.monotonic())
+            await settle(srv)
+    with srv:
+        with pytest.raises(ServerError, match="killed by SIGKILL"):
+            asyncio.run(phase())

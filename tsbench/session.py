@@ -22,7 +22,7 @@ from .errors import UserError
 from .execute import ExecOptions, ExecResult, execute
 from .load import LoadOptions, LoadResult, load as load_phase
 from .queries.base import QuerySpec
-from .watch import watchdog
+from .watch import settle, watchdog
 
 FAMILIES = ("devops", "iot", "flux", "relational")
 
@@ -100,4 +100,7 @@ async def run_queries(conn: Connection, ds: Dataset, specs: list[QuerySpec], opt
     """Phases 4-5 on an open target holding the dataset: bind to its tables, execute, validate."""
     await conn.target.attach(tables_of(ds, 0, 0))
     async with watchdog(f"queries on {conn.target.name}", conn.server):
-        return await execute(conn.target, specs, opts, ref, conn.server)
+        res = await execute(conn.target, specs, opts, ref, conn.server)
+        if any(r["status"] != "ok" for r in res.records):
+            await settle(conn.server)
+        return res

@@ -67,6 +67,14 @@ async def watchdog(what: str, server=None, progress: Callable[[], int] | None = 
         raise ServerError(f"{what}: {died}")
 
 
+async def settle(server, seconds: float = 1.0) -> None:
+    """After failed requests: a killed server's sockets close before its process is
+    reaped, so its end may show a moment after the errors; wait for it at most `seconds`."""
+    deadline = time.monotonic() + seconds
+    while server is not None and server.exit_report() is None and time.monotonic() < deadline:
+        await asyncio.sleep(PERIOD_S / 4)
+
+
 async def bounded(what: str, seconds: float, awaitable):
     """await a step that shows no progress of its own (create, flush, count, compact), at
     most `seconds`; past that the server is taken as stalled."""
