@@ -316,7 +316,10 @@ static int32_t put_bson(int32_t enc, span v, char **o)
     }
     if (!parse_time(v, &ns))
         return TS_ERR_TIME;
-    *o = put_le64(*o, (uint64_t)floor_ms(ns));
+    if (enc == TS_ENC_B_HOUR)   /* the UTC hour the time falls in */
+        *o = put_le64(*o, (uint64_t)(floor_div(ns, 3600 * NS_PER_S) * 3600 * 1000));
+    else
+        *o = put_le64(*o, (uint64_t)floor_ms(ns));
     return TS_OK;
 }
 
@@ -441,7 +444,9 @@ static int32_t render_line(const ts_template *t, const span *cols, uint32_t ncol
     for (int32_t k = 0; k < t->n_ops; k++) {
         const ts_op *op = &t->ops[k];
         int32_t rc;
-        if (op->kind == TS_OP_LIT) {
+        if (op->kind == TS_OP_SEP && (o == out + *used || o[-1] == '{' || o[-1] == '['))
+            continue;
+        if (op->kind == TS_OP_LIT || op->kind == TS_OP_SEP) {
             if ((uint64_t)(lim - o) < op->lit_len)
                 return TS_ERR_SPACE;
             memcpy(o, t->lits + op->lit_off, op->lit_len);

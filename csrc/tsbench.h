@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 /* CDEF BEGIN */
-#define TS_API_VERSION 4
+#define TS_API_VERSION 5
 
 /* step distributions: normal(mean=a, sd=b) | uniform[a, b) | constant a */
 enum { TS_DIST_NORMAL = 0, TS_DIST_UNIFORM = 1, TS_DIST_CONST = 2 };
@@ -266,7 +266,7 @@ enum { TS_ERR_CSV = -6,      /* a malformed CSV line: an unterminated quote, tex
  * length the CLOSE writes in front: with enc TS_OPEN_CQL a CQL [bytes] (big-endian, the length of
  * what follows), with TS_OPEN_BSON a BSON document (little-endian, the whole document's,
  * the CLOSE writes its final 0 byte too) */
-enum { TS_OP_LIT = 0, TS_OP_COL = 1, TS_OP_IF = 2, TS_OP_OPEN = 3, TS_OP_CLOSE = 4 };
+enum { TS_OP_LIT = 0, TS_OP_COL = 1, TS_OP_IF = 2, TS_OP_OPEN = 3, TS_OP_CLOSE = 4, TS_OP_SEP = 5 };
 enum { TS_OPEN_CQL = 0, TS_OPEN_BSON = 1 };
 
 /* column encodings: the CSV value unquoted | a JSON string (quotes included) | its inside |
@@ -280,12 +280,16 @@ enum { TS_ENC_RAW = 0, TS_ENC_JSON = 1, TS_ENC_JSONIN = 2,
        TS_ENC_V_TEXT = 9, TS_ENC_V_DOUBLE = 10, TS_ENC_V_BIGINT = 11, TS_ENC_V_NS = 12, TS_ENC_V_MS = 13,
        TS_ENC_V_SUBMS = 14, TS_ENC_V_DATE = 15,
 /* BSON element values (the type byte and name are literals before them): a double | an int64 |
- * a time column as a UTC datetime (epoch ms, floor) | a string (int32 length + 1, bytes, 0) */
-       TS_ENC_B_DOUBLE = 16, TS_ENC_B_INT64 = 17, TS_ENC_B_DATE = 18, TS_ENC_B_STRING = 19 };
+ * a time column as a UTC datetime (epoch ms, floor) | a string (int32 length + 1, bytes, 0) |
+ * a time column floored to its UTC hour, as a UTC datetime (MongoDB's bucket layout) */
+       TS_ENC_B_DOUBLE = 16, TS_ENC_B_INT64 = 17, TS_ENC_B_DATE = 18, TS_ENC_B_STRING = 19,
+       TS_ENC_B_HOUR = 20 };
 
 /* one op: LIT writes lits[lit_off, lit_off + lit_len); COL writes column col encoded as enc;
  * IF skips the next skip ops when column col is NULL (an empty unquoted value); OPEN, CLOSE:
- * above */
+ * above; SEP writes its literal like LIT unless it would come first in a JSON object or array
+ * (the line's output so far is empty or ends in '{' or '['): a separator before a member
+ * that an IF may have left out of the ones before it */
 typedef struct {
     int32_t kind, col, enc, skip;
     uint32_t lit_off, lit_len;
@@ -318,6 +322,34 @@ typedef struct {
  * room), or another error with st->err_pos (and err_col). */
 int32_t ts_render(const ts_template *t, const char *buf, uint64_t len, char *out, uint64_t out_cap,
                   uint64_t *ends, uint64_t ends_cap, ts_span *cols, uint32_t cols_cap, ts_render_state *st);
+
+/* ---- grouping rendered BSON documents by key (phase 2: load, MongoDB's bucket layout) ---- */
+
+/* what ts_bson_groups wrote */
+typedef struct {
+    uint64_t groups;       /* entries of filter_ends and update_ends */
+    uint64_t filter_used;  /* bytes written into filters */
+    uint64_t update_used;  /* bytes written into updates */
+} ts_groups_out;
+
+/* the uint64_t scratch entries ts_bson_groups needs for n lines (a hash table and four arrays) */
+uint64_t ts_bson_groups_scratch(uint64_t n);
+
+/* n lines rendered twice by ts_render: line i's key keys[key_ends[i-1], key_ends[i]) and its
+ * element docs[doc_ends[i-1], doc_ends[i]) (key_ends[-1] = doc_ends[-1] = 0), each a BSON
+ * document. Lines with equal key bytes form a group: groups in the order of their first line,
+ * lines in their order within a group. Per group g: its key copied into filters (end offset
+ * filter_ends[g]) and into updates (end offset update_ends[g]) the BSON document
+ *     {"$push": {name: {"$each": [element, element, ...]}}}
+ * of its lines' elements (array keys "0", "1", ...). filters needs at most key_ends[n-1] bytes,
+ * updates at most doc_ends[n-1] + (58 + name_len) * n, the ends n entries each. Returns 0,
+ * TS_ERR_SPACE (filters, updates or ends_cap too small), or TS_ERR_ARG (a key or element not
+ * framed as a BSON document, a NUL in name, an update over 2^31 - 1 bytes, scratch_cap short). */
+int32_t ts_bson_groups(const char *keys, const uint64_t *key_ends, const char *docs, const uint64_t *doc_ends,
+                       uint64_t n, const char *name, uint32_t name_len,
+                       char *filters, uint64_t filters_cap, uint64_t *filter_ends,
+                       char *updates, uint64_t updates_cap, uint64_t *update_ends, uint64_t ends_cap,
+                       uint64_t *scratch, uint64_t scratch_cap, ts_groups_out *out);
 /* CDEF END */
 
 #endif

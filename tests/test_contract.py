@@ -49,6 +49,7 @@ CONTRACT = {
     "elasticsearch": ("elasticsearch", "http://127.0.0.1:9", {}, {}),
     "elasticsearch-aggregation": ("elasticsearch", "http://127.0.0.1:9", {"template": "aggregation"}, {}),
     "mongodb": ("mongodb", "mongodb://127.0.0.1:9", {}, {}),
+    "opentsdb": ("opentsdb", "http://127.0.0.1:9", {}, {}),
 }
 
 DATASETS = {

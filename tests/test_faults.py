@@ -102,7 +102,7 @@ async def _faulted(target: str, phase: str, sig: str, df) -> tuple[list[int], Ba
 
 
 # the JVM servers are slow to start: a SIGKILL mid-load only
-JVM_CASES = [("elasticsearch", "load", "SIGKILL"), ("cassandra", "load", "SIGKILL")]
+JVM_CASES = [("elasticsearch", "load", "SIGKILL"), ("cassandra", "load", "SIGKILL"), ("opentsdb", "load", "SIGKILL")]
 CASES = [(t, p, s) for t in KINDS for p in ("load", "execute") for s in ("SIGKILL", "SIGSTOP")] + JVM_CASES
 
 

@@ -56,6 +56,21 @@ def test_null_target_values_with_nulls(data):
     assert (r.rows, r.values) == (df.rows, df.values) and df.values < df.rows * 10
 
 
+@pytest.mark.parametrize("step", ["create", "count", "compact"])
+def test_a_server_refusing_a_step_around_the_load_fails_it_as_a_load_error(data, monkeypatch, step):
+    """Fatal (the server's words) from create, count or compact is the load's failure
+    (LoadError, one line, the partial result kept), never an internal error."""
+    from tsbench.databases.null.load import NullTarget
+    from tsbench.errors import Fatal
+
+    async def refuse(*args, **kw):
+        raise Fatal(f"db: {step} refused: no such table")
+    monkeypatch.setattr(NullTarget, step, refuse)
+    with pytest.raises(LoadError, match=f"^db: {step} refused: no such table$") as ei:
+        _load("null", data["devops.lp"], batch_size=5000)
+    assert ei.value.result.status == "failed"
+
+
 def test_null_http_sink_local(data):
     df = data["devops.lp"]
     r = _load("null-http", df, workers=3, batch_size=2000)

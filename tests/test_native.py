@@ -127,4 +127,4 @@ def test_stale_build_is_reported_in_one_line(tmp_path):
 
 
 def test_api_version_matches():
-    assert lib.ts_api_version() == native.API_VERSION == 4
+    assert lib.ts_api_version() == native.API_VERSION == 5

@@ -83,6 +83,16 @@ TIMES += [f"1969-12-31T23:59:58.{'123456789'[:k]}Z" for k in range(1, 10)]
 TIMES += [f"2016-06-30T23:59:59.{'987654321'[:k]}Z" for k in range(1, 10)]
 
 
+def test_sep_is_left_out_first_in_an_object_or_array_golden():
+    """A separator before each member an IF may leave out: never first in an object or
+    array, never at the line's start, always between two members."""
+    ops = [("sep", b","), ("lit", b"["), ("if", 1, 2), ("sep", b","), ("col", 1, "json"), ("lit", b",{"),
+           ("if", 2, 2), ("sep", b","), ("col", 2, "raw"), ("if", 3, 2), ("sep", b","), ("col", 3, "raw"),
+           ("lit", b"}]")]
+    assert lines(ops, b"t,a,1,2\nt,,1,2\nt,a,,2\nt,a,1,\nt,,,\n") == [
+        b'["a",{1,2}]', b'[,{1,2}]', b'["a",{2}]', b'["a",{1}]', b'[,{}]']
+
+
 def test_time_encodings_golden():
     assert [ref_ns(t) for t in TIMES[:6]] == [0, 1451606400000000000, -10**9, -100000000, -1, -999999900]
     ops = [("col", 0, "ns"), ("lit", b" "), ("col", 0, "ms"), ("lit", b" "), ("col", 0, "subms"),

@@ -34,6 +34,8 @@ for _w in (2, 4):
     CASES[f"cassandra-w{_w}"] = ("cassandra", "3h", ["-w", str(_w), "-b", "10000"])
     CASES[f"cassandra-wide-w{_w}"] = ("cassandra", "3h", ["-w", str(_w), "-b", "10000", "-O", "schema=wide"])
     CASES[f"mongodb-w{_w}"] = ("mongodb", "3h", ["-w", str(_w), "-b", "10000"])
+    CASES[f"mongodb-bucket-w{_w}"] = ("mongodb", "3h", ["-w", str(_w), "-b", "10000", "-O", "layout=bucket"])
+    CASES[f"opentsdb-w{_w}"] = ("opentsdb", "3h", ["-w", str(_w), "-b", "10000"])
 ENDS = {"day": "2016-01-02T00:00:00Z", "6h": "2016-01-01T06:00:00Z", "3h": "2016-01-01T03:00:00Z"}
 
 

@@ -143,7 +143,9 @@ async def _cold(target: Target, server, workers: int) -> str | None:
     """Restart the server (connections opened again, untimed) and drop the page cache;
     the reason if not possible."""
     reasons = []
-    if server is not None:
+    if server is not None and not server.restart_keeps_data:
+        reasons.append(f"{server.kind} keeps its data in memory only: not restarted (a restart would lose it)")
+    elif server is not None:
         await target.close()
         await asyncio.to_thread(server.restart)
         target.url = server.url

@@ -274,10 +274,11 @@ async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | N
         await bounded(f"create in {cls.name}", opts.stall_seconds, target.create(tables, opts.if_exists))
         await _timed(target, df, tables, opts, res, server_pids)
         await _settle(target, tables, opts, res, datadir)
-    except LoadError as exc:
-        res.status, res.reason = "failed", str(exc)
-        exc.result = res
-        raise
+    except (LoadError, Fatal, Retryable) as exc:     # Fatal, Retryable: create, count or compact refused
+        err = exc if isinstance(exc, LoadError) else LoadError(str(exc))
+        res.status, res.reason = "failed", str(err)
+        err.result = res
+        raise err from None
     return res
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from .errors import UserError
 from .schema import FAULT_SETTINGS, Compiled
 
-API_VERSION = 4  # TS_API_VERSION of the csrc/tsbench.h this package was written against
+API_VERSION = 5  # TS_API_VERSION of the csrc/tsbench.h this package was written against
 
 FORMATS = {"influx": 0, "csv": 1}  # TS_FMT_* values
 
@@ -276,12 +276,13 @@ ENCODINGS = {"raw": 0, "json": 1, "jsonin": 2, "ns": 5, "ms": 6, "subms": 7, "da
              # CQL binary values ([bytes], NULL as unset): text, double, bigint, time as bigint ns,
              # timestamp, int ns within the ms, date
              "v_text": 9, "v_double": 10, "v_bigint": 11, "v_ns": 12, "v_ms": 13, "v_subms": 14, "v_date": 15,
-             # BSON element values: double, int64, time as a UTC datetime (ms), string
-             "b_double": 16, "b_int64": 17, "b_date": 18, "b_string": 19}
+             # BSON element values: double, int64, time as a UTC datetime (ms), string, time floored
+             # to its UTC hour as a UTC datetime
+             "b_double": 16, "b_int64": 17, "b_date": 18, "b_string": 19, "b_hour": 20}
 TEXT_ENCODINGS = {ENCODINGS[e] for e in ("raw", "json", "jsonin", "v_text", "b_string")}
 OPEN_FLAVOURS = {"cql": 0, "bson": 1}       # ("open",) is ("open", "cql")
 OPEN_DEPTH = 4                              # values open at once, at most (render.c)
-_OP_LIT, _OP_COL, _OP_IF, _OP_OPEN, _OP_CLOSE = 0, 1, 2, 3, 4
+_OP_LIT, _OP_COL, _OP_IF, _OP_OPEN, _OP_CLOSE, _OP_SEP = 0, 1, 2, 3, 4, 5
 _ERR_SPACE, _ERR_CSV, _ERR_TIME, _ERR_COLUMN, _ERR_NUMBER = -3, -6, -7, -8, -9
 _RENDER_ERRORS = {_ERR_CSV: "a malformed CSV line (an unterminated quote or text after a closing quote)",
                   _ERR_TIME: "column {col} is not a time YYYY-MM-DDTHH:MM:SS[.fraction]Z (or is out of range)",
@@ -302,7 +303,8 @@ class Template:
     ("lit", bytes) | ("col", i, encoding) | ("if", i, k): when column i is NULL
     skip the next k ops | ("open"[, "cql" | "bson"]) ... ("close",): what the ops
     between write, as one CQL binary value or one BSON document (its length
-    first). Column 0 is the time, then the tags, then the fields."""
+    first) | ("sep", bytes): a JSON separator, written unless it would come first
+    in its object or array (after "{" or "[", or at the line's start). Column 0 is the time, then the tags, then the fields."""
 
     def __init__(self, ops: list[tuple]):
         lits = bytearray()
@@ -328,8 +330,8 @@ class Template:
 
 def _op_row(k: int, op: tuple, left: int, lits: bytearray) -> dict:
     """One ts_op from its tuple (a literal appended to lits); ValueError when not valid."""
-    if op[0] == "lit" and len(op) == 2 and isinstance(op[1], (bytes, bytearray)):
-        row = {"kind": _OP_LIT, "lit_off": len(lits), "lit_len": len(op[1])}
+    if op[0] in ("lit", "sep") and len(op) == 2 and isinstance(op[1], (bytes, bytearray)):
+        row = {"kind": _OP_LIT if op[0] == "lit" else _OP_SEP, "lit_off": len(lits), "lit_len": len(op[1])}
         lits += op[1]
         return row
     if op[0] == "col" and len(op) == 3 and op[2] in ENCODINGS and op[1] >= 0:
@@ -370,6 +372,37 @@ def render(tpl: Template, buf, offset: int, length: int) -> tuple[memoryview, np
         raise CsvRenderError(_RENDER_ERRORS[rc].format(col=st.err_col), bytes(buf[pos: pos + 200]))
     _check(rc, "render")
     return memoryview(out)[: st.out_used], ends[: st.lines]
+
+
+# ---- phase 2: grouping rendered BSON documents by key (ts_bson_groups) ------------------------
+
+def bson_groups(keys, key_ends: np.ndarray, docs, doc_ends: np.ndarray,
+                name: bytes) -> tuple[memoryview, np.ndarray, memoryview, np.ndarray]:
+    """The lines of two renders of one CSV part (render(): each line's key and its element,
+    each a BSON document) grouped by equal key bytes, groups in the order of their first line:
+    (the groups' keys, their end offsets, the groups' update documents
+    {"$push": {name: {"$each": [their lines' elements]}}}, their end offsets)."""
+    n = len(key_ends)
+    if len(doc_ends) != n or key_ends.dtype != np.uint64 or doc_ends.dtype != np.uint64:
+        raise ValueError("bson_groups: the keys and elements of the same lines, with uint64 ends")
+    kbuf, dbuf = ffi.from_buffer(keys), ffi.from_buffer(docs)
+    if n and (int(key_ends[-1]) > len(kbuf) or int(doc_ends[-1]) > len(dbuf)):
+        raise ValueError("bson_groups: an end offset is outside its buffer")
+    key_ends, doc_ends = np.ascontiguousarray(key_ends), np.ascontiguousarray(doc_ends)
+    filters = np.empty(max(int(key_ends[-1]) if n else 0, 1), np.uint8)
+    updates = np.empty(max((int(doc_ends[-1]) if n else 0) + (58 + len(name)) * n, 1), np.uint8)
+    fends, uends = np.empty(max(n, 1), np.uint64), np.empty(max(n, 1), np.uint64)
+    scratch = np.empty(int(lib.ts_bson_groups_scratch(n)), np.uint64)
+    out = ffi.new("ts_groups_out *")
+    u64 = lambda a: ffi.cast("uint64_t *", a.ctypes.data)  # noqa: E731
+    rc = lib.ts_bson_groups(kbuf, u64(key_ends), dbuf, u64(doc_ends), n, name, len(name),
+                            ffi.cast("char *", filters.ctypes.data), len(filters), u64(fends),
+                            ffi.cast("char *", updates.ctypes.data), len(updates), u64(uends), len(uends),
+                            u64(scratch), len(scratch), out)
+    _check(rc, "bson_groups")
+    g = int(out.groups)
+    return (memoryview(filters)[: out.filter_used], fends[:g], memoryview(updates)[: out.update_used],
+            uends[:g])
 
 
 # ---- phase 1 with several processes: merging the simulators' outputs ----------------------

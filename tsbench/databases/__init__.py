@@ -28,6 +28,7 @@ PACKAGES = (
     "cassandra",
     "elasticsearch",
     "mongodb",
+    "opentsdb",
 )
 
 TARGET_GROUP = "tsbench.targets"

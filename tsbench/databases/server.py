@@ -178,6 +178,7 @@ class Server:
     ready_timeout: ClassVar[float] = READY_TIMEOUT
     stop_timeout: ClassVar[float] = 30.0
     stop_signal: ClassVar[int] = signal.SIGTERM   # the server's own "shut down now" signal
+    restart_keeps_data: ClassVar[bool] = True     # False: data in memory only (no cold-cache restart)
 
     def __init__(self, name: str | None = None, instance_dir: str | os.PathLike | None = None,
                  ports: dict[str, int] | None = None, options: dict | None = None):

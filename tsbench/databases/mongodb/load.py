@@ -8,23 +8,44 @@ as they are: no dict, no re-encoding; the one Python step per row is wrapping
 a slice of the rendered bytes). The client is pymongo's own async one
 (`AsyncMongoClient`), its pool shared by the workers of a process.
 
+Layout `bucket` (documents.py: one document per series and UTC hour holding
+the hour's events in an array, TSBS's "aggregate" mode): each part is rendered
+twice in C (each line's bucket key, the filter {"tags", "hour"}, and its event
+sub-document), the C core groups the lines by key bytes (native.bson_groups:
+groups in first-seen order, lines in order) and writes per bucket the filter
+and the update `{"$push": {"events": {"$each": [...]}}}`; Python makes one
+`UpdateOne(filter, update, upsert=True)` per bucket from RawBSONDocument
+slices (per bucket, not per row) and sends them with `bulk_write(ordered=False)`.
+Not `insert_many`: one series-hour spans several batches (a batch of 10,000
+DevOps-100 rows is about 110 s of time), so each batch appends to buckets that
+earlier batches made, and an upsert per bucket is what that takes. create()
+makes a unique index on (tags, hour), so each upsert finds its bucket by index
+and two batches racing to make the same bucket cannot make two: the loser's
+upsert fails with a duplicate key and is sent again (it then appends), as
+MongoDB itself retries such upserts. Events keep the order of their batch,
+batches land in any order: the queries sort by time.
+
 Push-back and retries: a server that cannot be selected or a connection lost
 is Retryable (the loader backs off and re-sends the batch whole). Documents get
 no `_id` (the server assigns it), so a batch the server had stored before the
-connection dropped is stored twice; the count verification after the load
-finds the excess and fails the load: never a silent double. A document the
-server refuses (a BulkWriteError) fails the load with the number refused and
-the first one's words.
+connection dropped is stored twice (in the bucket layout: its events pushed
+twice); the count verification after the load finds the excess and fails the
+load: never a silent double. A document or update the server refuses (a
+BulkWriteError) fails the load with the number refused and the first one's
+words (a bucket over the server's 16 MiB document limit is one: an hour of
+one series must fit, which at DevOps' 10 s is 360 events of about 250 bytes).
 
-count(): documents, exactly (`count_documents` of each measurement's collection).
+count(): records, exactly: `count_documents` of each measurement's collection
+(point, timeseries), or the sum of the buckets' `$size` of events (bucket).
 compact(): the `compact` command per collection on a server that has it
 (untimed). disk_bytes(): from `collStats`, the documents' BSON bytes plus the
 indexes' (mongodb_data_bytes, the figure every server reports, the in-memory
 stand-in included), and the bytes on disk plus the indexes'
 (mongodb_storage_bytes) where the server stores to disk.
 
-Layouts: `point` (one document per record, as the seed loaded BSON) and
-`timeseries` (the same documents in a native time-series collection,
+Layouts: `point` (one document per record, as the seed loaded BSON),
+`bucket` (one document per series and hour with an array of events, above)
+and `timeseries` (the point documents in a native time-series collection,
 timeField "time", metaField "tags", MongoDB 5+).
 
 Options: database, layout, write_concern (w: a number or "majority"), journal,
@@ -39,7 +60,7 @@ from typing import Literal
 import pymongo
 from bson.raw_bson import RawBSONDocument
 from pydantic import BaseModel, ConfigDict, Field
-from pymongo import AsyncMongoClient, WriteConcern
+from pymongo import AsyncMongoClient, UpdateOne, WriteConcern
 from pymongo.errors import BulkWriteError, ConnectionFailure, OperationFailure, PyMongoError
 
 from ... import native
@@ -49,16 +70,19 @@ from ...model import Batch, Tables
 from ...queries.base import Answer
 from ..server import all_states, say
 from ..target import Target, exists_error
-from .documents import TAGS, TIME, document_ops
+from .documents import EVENTS, HOUR, TAGS, TIME, bucket_key_ops, document_ops, event_ops
 from .mql import Mql
 
 CONNECT_TIMEOUT_MS = 10_000
+EVENTS_NAME = EVENTS.encode()
+DUPLICATE_KEY = 11000
+RACE_RETRIES = 5       # rounds of re-sending the upserts that lost a race to make their bucket
 
 
 class MongoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     database: str = Field("tsbench", pattern=r"^[A-Za-z0-9_-]{1,63}$")
-    layout: Literal["point", "timeseries"] = "point"
+    layout: Literal["point", "bucket", "timeseries"] = "point"
     write_concern: int | Literal["majority"] = 1     # w
     journal: bool | None = None                      # j
     timeout: float = Field(60.0, gt=0)               # seconds, per operation
@@ -89,7 +113,7 @@ class MongoTarget(Target):
         self.client = None
         self.db = None
         self._layout = None
-        self._templates: list = []
+        self._templates: list = []        # point, timeseries: the document; bucket: (key, event)
         self._tables: Tables | None = None
 
     # ---- connect ------------------------------------------------------------------------
@@ -138,17 +162,33 @@ class MongoTarget(Target):
             if if_exists == "drop":
                 await self.db.drop_collection(t.name)
                 await self._make(t.name)
+            else:
+                await self._index(t.name)
 
     async def _make(self, name: str) -> None:
         if self.options.layout == "timeseries":
             await self.db.create_collection(name, timeseries={"timeField": TIME, "metaField": TAGS})
         else:
             await self.db.create_collection(name)
+        await self._index(name)
+
+    async def _index(self, name: str) -> None:
+        """The bucket layout's unique index on (tags, hour): each upsert finds its bucket by it."""
+        if self.options.layout != "bucket":
+            return
+        try:
+            await self.db[name].create_index([(TAGS, 1), (HOUR, 1)], unique=True, name="tags_hour")
+        except OperationFailure as exc:
+            raise UserError(f"{self.what}: collection {name!r}: cannot index its buckets by (tags, hour) "
+                            f"(does it hold another layout's documents?): {one_line(exc)}") from None
 
     def _bind(self, tables: Tables) -> None:
         self._tables = tables
         self._layout = csv_layout(tables)
-        self._templates = [native.Template(document_ops(t)) for t in tables]
+        if self.options.layout == "bucket":
+            self._templates = [(native.Template(bucket_key_ops(t)), native.Template(event_ops(t))) for t in tables]
+        else:
+            self._templates = [native.Template(document_ops(t)) for t in tables]
 
     async def attach(self, tables: Tables) -> None:
         self._bind(tables)
@@ -158,8 +198,17 @@ class MongoTarget(Target):
         if self._layout is None:
             raise Fatal("mongodb: write() before create() or attach()")
         buf, parts = native.split_csv(self._layout, batch.data)
+        bucket = self.options.layout == "bucket"
         for i, part in enumerate(parts):      # one collection after the other: nothing left running on an error
-            if part is not None:
+            if part is None:
+                continue
+            if bucket:
+                (key, event), name = self._templates[i], self._tables.tables[i].name
+                keys, kends = native.render(key, buf, part[0], part[1])
+                events, eends = native.render(event, buf, part[0], part[1])
+                f, fends, u, uends = native.bson_groups(keys, kends, events, eends, EVENTS_NAME)
+                await self._upsert(name, bytes(f), fends, bytes(u), uends)
+            else:
                 out, ends = native.render(self._templates[i], buf, part[0], part[1])
                 await self._insert(self._tables.tables[i].name, bytes(out), ends)
 
@@ -178,9 +227,39 @@ class MongoTarget(Target):
         except PyMongoError as exc:
             raise Fatal(f"{self.what}: {one_line(exc)}") from None
 
+    async def _upsert(self, collection: str, filters: bytes, fends, updates: bytes, uends) -> None:
+        """One upsert per bucket (layout bucket); those that lose a race to make their bucket
+        (a duplicate key: another batch made it first) are sent again and then append."""
+        fb, ub = [0, *fends.tolist()], [0, *uends.tolist()]
+        ops = [UpdateOne(RawBSONDocument(filters[a:b]), RawBSONDocument(updates[c:d]), upsert=True)
+               for a, b, c, d in zip(fb, fb[1:], ub, ub[1:])]
+        for attempt in range(RACE_RETRIES + 1):
+            try:
+                await self.db[collection].bulk_write(ops, ordered=False)
+                return
+            except BulkWriteError as exc:
+                errors = exc.details.get("writeErrors") or []
+                if errors and attempt < RACE_RETRIES and all(e.get("code") == DUPLICATE_KEY for e in errors):
+                    ops = [ops[e["index"]] for e in errors]
+                    continue
+                first = errors[0].get("errmsg", "") if errors else one_line(exc)
+                raise Fatal(f"{self.what}: {len(errors)} of {len(ops)} bucket updates refused by the server; "
+                            f"the first: {first}") from None
+            except ConnectionFailure as exc:
+                raise Retryable(f"{self.what}: {one_line(exc)}") from None
+            except PyMongoError as exc:
+                raise Fatal(f"{self.what}: {one_line(exc)}") from None
+
     # ---- verify, compact, measure ---------------------------------------------------------
     async def count(self, tables: Tables) -> int:
-        return sum([await self.db[t.name].count_documents({}) for t in tables])
+        if self.options.layout != "bucket":
+            return sum([await self.db[t.name].count_documents({}) for t in tables])
+        total = 0
+        for t in tables:          # the events of every bucket
+            cursor = await self.db[t.name].aggregate(
+                [{"$group": {"_id": None, "n": {"$sum": {"$size": {"$ifNull": [f"${EVENTS}", []]}}}}}])
+            total += sum(int(d["n"]) for d in await cursor.to_list(None))
+        return total
 
     async def compact(self) -> None:
         """The compact command per collection, where the server has it (untimed)."""
@@ -208,6 +287,9 @@ class MongoTarget(Target):
         return out
 
     # ---- queries ------------------------------------------------------------------------
+    def dialect(self) -> Mql:
+        return Mql(self.options.layout)
+
     async def query(self, plan):
         """The pipeline's cursor read to its end, timed from send to the last batch."""
         t0 = time.perf_counter()

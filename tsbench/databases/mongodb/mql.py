@@ -13,6 +13,18 @@ rows       `$match`, `$sort` by time, `$limit`, `$project` of time, tags, fields
 last       `$sort` by time descending, `$group` by the tags with `$first` of the
            time and every field (the newest record's values, missing ones null).
 
+Layout bucket (documents.py: a document per series and hour, its events in an
+array): the same stages after three that bring each event back to the point
+document's form: `$match` of the buckets whose hour overlaps the window
+(`hour` from the window's start floored to its hour, before its end) and of
+the tag filter, `$unwind` of the events, and `$replaceRoot` with `$mergeObjects`
+of the bucket's tags and the event ({time, tags, fields}). The stand-in has
+these (not `$replaceWith`, MongoDB 4.2+'s spelling of the same), MongoDB has
+since 3.6. `last` reads every bucket (no window), as the point pipeline reads
+every document. The stand-in's `$unwind` copies the whole document per array
+element (its UnwindStage clones deeply), so a bucket of n events costs it n
+copies of n events: its bucket queries are slow, a property of the stand-in.
+
 Times are BSON datetimes (ms): a bucket must be a whole number of milliseconds.
 The iot types (their own shapes) are not rendered."""
 
@@ -25,9 +37,10 @@ from typing import Callable
 from ...errors import Unsupported
 from ...queries.dialect import Dialect
 from ...queries.shapes import columns
-from .documents import TAGS, TIME
+from .documents import EVENTS, HOUR, TAGS, TIME
 
 MS = 1_000_000
+HOUR_NS = 3600 * 10**9
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 ACCUMULATORS = {"max": "$max", "min": "$min", "mean": "$avg", "sum": "$sum"}
 COMPARE = {">": "$gt", ">=": "$gte", "<": "$lt", "<=": "$lte", "=": "$eq"}
@@ -67,13 +80,26 @@ def _match(p: dict) -> dict:
     return m
 
 
+def _unbucket(p: dict | None) -> list:
+    """The bucket layout's first stages: the buckets of the window's hours and the tag
+    filter (p None: every bucket), then one document per event as the point layout has it."""
+    pre: list = []
+    if p is not None:
+        m: dict = {HOUR: {"$gte": _date(p["start"] // HOUR_NS * HOUR_NS), "$lt": _date(p["end"])}}
+        if p.get("tag_values") is not None:
+            m[f"{TAGS}.{p['tag']}"] = {"$in": list(p["tag_values"])}
+        pre.append({"$match": m})
+    return pre + [{"$unwind": f"${EVENTS}"},
+                  {"$replaceRoot": {"newRoot": {"$mergeObjects": [{TAGS: f"${TAGS}"}, f"${EVENTS}"]}}}]
+
+
 def _value(kind: str, v):
     if v is None:
         return None
     return int(v) if kind == "int" else float(v)
 
 
-def _aggregate(p: dict) -> MqlQuery:
+def _aggregate(p: dict, bucket: bool = False) -> MqlQuery:
     has_time, group, values = columns(p)
     agg, fields = p["agg"], p["fields"]
     kinds = [v.kind for v in values]
@@ -94,7 +120,8 @@ def _aggregate(p: dict) -> MqlQuery:
         acc[f"n{j}"] = {"$sum": {"$cond": [{"$gt": [f"${f}", None]}, 1, 0]}}
         if agg != "count":
             acc[f"v{j}"] = {ACCUMULATORS[agg]: f"${f}"}
-    pipeline: list = [{"$match": _match(p)}, {"$group": acc}]
+    match = _match(p)
+    pipeline: list = [*(_unbucket(p) if bucket else ()), {"$match": match}, {"$group": acc}]
     if desc:
         pipeline.append({"$sort": {"_id.t": -1}})
     if limit:
@@ -118,10 +145,11 @@ def _aggregate(p: dict) -> MqlQuery:
     return MqlQuery(p["measurement"], pipeline, read)
 
 
-def _rows(p: dict) -> MqlQuery:
+def _rows(p: dict, bucket: bool = False) -> MqlQuery:
     _, tags, values = columns(p)
     kinds = [v.kind for v in values]
-    pipeline: list = [{"$match": _match(p)}, {"$sort": {TIME: 1}}]
+    match = _match(p)
+    pipeline: list = [*(_unbucket(p) if bucket else ()), {"$match": match}, {"$sort": {TIME: 1}}]
     if p.get("limit"):
         pipeline.append({"$limit": int(p["limit"])})
     pipeline.append({"$project": {"_id": 0, TIME: 1, **{f"{TAGS}.{g}": 1 for g in tags},
@@ -133,11 +161,11 @@ def _rows(p: dict) -> MqlQuery:
     return MqlQuery(p["measurement"], pipeline, read)
 
 
-def _last(p: dict) -> MqlQuery:
+def _last(p: dict, bucket: bool = False) -> MqlQuery:
     _, group, values = columns(p)
     kinds = [v.kind for v in values]
     firsts = {f"v{j}": {"$first": f"${f}"} for j, f in enumerate(p["fields"])}
-    pipeline = [{"$sort": {TIME: -1}},
+    pipeline = [*(_unbucket(None) if bucket else ()), {"$sort": {TIME: -1}},
                 {"$group": {"_id": {f"g{j}": f"${TAGS}.{g}" for j, g in enumerate(group)},
                             "t": {"$first": f"${TIME}"}, **firsts}}]
 
@@ -150,11 +178,14 @@ def _last(p: dict) -> MqlQuery:
 class Mql(Dialect):
     name = "mql"
 
+    def __init__(self, layout: str = "point"):
+        self.bucket = layout == "bucket"         # point and timeseries query the same documents
+
     def aggregate(self, p: dict) -> MqlQuery:
-        return _aggregate(p)
+        return _aggregate(p, self.bucket)
 
     def rows(self, p: dict) -> MqlQuery:
-        return _rows(p)
+        return _rows(p, self.bucket)
 
     def last(self, p: dict) -> MqlQuery:
-        return _last(p)
+        return _last(p, self.bucket)

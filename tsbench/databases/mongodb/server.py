@@ -7,7 +7,8 @@ module, on 127.0.0.1 and a free port. It speaks the MongoDB wire protocol
 `$min`, `$avg` and `$sum`; it is always named by its own name and version,
 never called MongoDB. Its data lives in the heap (option `heap`, default a
 quarter of the machine's memory, at least 1 GiB; DevOps-100 x 3 h, 972,000
-documents, holds about 3.5 GB live): nothing is on disk. A heap too small ends
+documents, holds about 3.5 GB live): nothing is on disk, and a cold-cache pass
+does not restart it (the data would be gone; the pass records why). A heap too small ends
 the JVM (ExitOnOutOfMemoryError, as for every JVM server) with the error in its
 log, rather than leaving a wedged server."""
 
@@ -31,6 +32,7 @@ class MongoJavaServer(JvmServer):
     port_names = ("mongo",)
     url_scheme = "mongodb"
     heap_mb = (1024, 1 << 20, 4)   # the data lives in the heap: a quarter of the machine, at least 1 GiB
+    restart_keeps_data = False
 
     def main_args(self, datadir: pathlib.Path, ports: dict[str, int]) -> list[str]:
         return [str(ports["mongo"])]
