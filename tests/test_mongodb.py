@@ -145,6 +145,28 @@ def test_a_refused_document_fails_the_load_with_the_count_and_the_first_reason(s
     assert len(err.strip().splitlines()) == 1, err
 
 
+def test_a_cold_cache_pass_keeps_the_in_memory_stand_in_and_says_why(server, devops):
+    """Its data lives in its heap only: a cold-cache pass does not restart it (the data
+    would be gone), records why, and its answers still equal the reference."""
+    from tsbench.execute import execute
+
+    opts = {"database": "cold"}
+    load_into("mongodb", server.url, devops, opts)
+    ds = devops.dataset
+    ref = session.reference(ds)
+    specs = session.draw(ds, ["max-cpu-1", "lastpoint"], 2, seed=3, reference=ref)
+    pid = server.state.pid
+
+    async def go(t):
+        await t.attach(devops.tables())
+        return await execute(t, specs, ExecOptions(cache="cold", progress=False), ref, server)
+    res = _on(server.url, opts, go)
+    assert server.state.pid == pid and server.exit_report() is None
+    assert "keeps its data in memory only: not restarted" in res.cache_note, res.cache_note
+    assert [r["status"] for r in res.records] == ["ok"] * len(specs)
+    assert all(v["ok"] for v in res.validation) and len(res.validation) == len(specs)
+
+
 def test_the_timeseries_layout_asks_for_a_time_series_collection(server):
     asked = []
 
