@@ -22,7 +22,7 @@ import psutil
 import pytest
 from conftest import load_into, local_server, run_cli
 
-from tsbench import native
+from tsbench import native, session
 from tsbench.databases.opentsdb.load import OpenTsdbTarget
 from tsbench.databases.opentsdb.points import point_ops
 from tsbench.dataset import DatasetSpec, resolve
@@ -81,6 +81,13 @@ def devops(tmp_path_factory):
     return open_datafile(d / "devops.csv")
 
 
+@pytest.fixture(scope="module")
+def loaded(server, devops):
+    """The devops file loaded once for the module's read-only tests (a drop and reload is
+    about 10 s: OpenTSDB's deletes are waited for)."""
+    return load_into("opentsdb", server.url, devops)
+
+
 def _with_target(url: str, fn):
     async def go():
         t = OpenTsdbTarget(url, {})
@@ -92,9 +99,8 @@ def _with_target(url: str, fn):
     return asyncio.run(go())
 
 
-def test_load_counts_and_reads_back(server, devops):
-    res = load_into("opentsdb", server.url, devops)
-    assert res.counted == devops.values
+def test_load_counts_and_reads_back(server, devops, loaded):
+    assert loaded.counted == devops.values
     with open(devops.path) as f:
         cols = next(x for x in f if x.startswith("cpu,")).rstrip("\n").split(",")
     tags = devops.tables().by_name()["cpu"].tags
@@ -106,10 +112,9 @@ def test_load_counts_and_reads_back(server, devops):
     assert series[0]["tags"] == dict(zip(tags, cols[2:2 + len(tags)]))
 
 
-def test_the_window_is_start_inclusive_end_exclusive(server, devops):
+def test_the_window_is_start_inclusive_end_exclusive(server, devops, loaded):
     """count() over [start, end): the points at the end's millisecond are not counted,
     those at the start's are (OpenTSDB's own end is inclusive)."""
-    load_into("opentsdb", server.url, devops)
     tables = devops.tables()
     ten_s = 10 * 10**9
     one_epoch = dataclasses.replace(tables, end_ns=tables.start_ns + ten_s)
@@ -117,15 +122,36 @@ def test_the_window_is_start_inclusive_end_exclusive(server, devops):
     assert first * (tables.end_ns - tables.start_ns) // ten_s == devops.values
 
 
-def test_a_refused_point_fails_the_load_in_one_line(server, devops, tmp_path):
+def test_a_window_cut_inside_its_buckets_equals_the_reference(server, devops, loaded):
+    """Start and end inside a minute (OpenTSDB drops a bucket that starts before the
+    query's start): the cut buckets come from their own requests, and every bucket and
+    group equals the reference engine's, for max, mean (sums over counts) and count."""
+    from tsbench.queries.base import MINUTE, QuerySpec
+    from tsbench.queries.compare import compare
+
+    ref = session.reference(devops.dataset)
+    t0 = devops.tables().start_ns
+    for agg in ("max", "mean", "count"):
+        p = {"shape": "aggregate", "measurement": "cpu", "agg": agg, "fields": ["usage_user", "usage_system"],
+             "types": ["float", "float"], "tag": None, "tag_values": None, "start": t0 + 25 * 10**9,
+             "end": t0 + 5 * MINUTE + 35 * 10**9, "bucket": MINUTE, "group_by": ["hostname"]}
+        q = OpenTsdbTarget(server.url).dialect().aggregate(p)
+        assert len(q.requests) == 3
+        answer = _with_target(server.url, lambda t: t.query(q))
+        expected = ref.expected(QuerySpec(1, "cut-window", p))
+        assert len(expected) == 6 * 3 and compare(p, expected, answer.rows) is None, agg
+
+
+def test_a_refused_point_fails_the_load_in_one_line(server, devops, loaded, tmp_path):
     """One hostname with a space (which OpenTSDB refuses) in an otherwise good file: the
-    load fails, in one line, with the count refused and OpenTSDB's words."""
+    load fails, in one line, with the count refused and OpenTSDB's words. (Loaded with
+    reuse: the good points rewrite themselves, the module's loaded data stays as it was.)"""
     import shutil
 
     bad = tmp_path / "bad.csv"
     bad.write_bytes(devops.path.read_bytes().replace(b",host_1,", b",host 1,", 1))
     shutil.copy(f"{devops.path}.manifest.json", f"{bad}.manifest.json")
-    p = run_cli("load", str(bad), "--target", "opentsdb", "--server", server.url, "-q", "--if-exists", "drop",
+    p = run_cli("load", str(bad), "--target", "opentsdb", "--server", server.url, "-q", "--if-exists", "reuse",
                 check=False)
     err = p.stderr.decode().strip()
     assert p.returncode != 0 and "Traceback" not in err and len(err.splitlines()) == 1, err

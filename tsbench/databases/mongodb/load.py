@@ -88,6 +88,19 @@ class MongoOptions(BaseModel):
     timeout: float = Field(60.0, gt=0)               # seconds, per operation
 
 
+def write_error(what: str, exc: PyMongoError, n: int, noun: str) -> Exception:
+    """The loader's error for a failed write of n documents or updates: refused ones (a
+    BulkWriteError) Fatal with their count and the first one's words; a lost connection
+    or no server Retryable; anything else Fatal."""
+    if isinstance(exc, BulkWriteError):
+        errors = exc.details.get("writeErrors") or []
+        first = errors[0].get("errmsg", "") if errors else one_line(exc)
+        return Fatal(f"{what}: {len(errors)} of {n} {noun} refused by the server; the first: {first}")
+    if isinstance(exc, ConnectionFailure):
+        return Retryable(f"{what}: {one_line(exc)}")
+    return Fatal(f"{what}: {one_line(exc)}")
+
+
 def one_line(exc: BaseException) -> str:
     """The driver's words in one line, without its timeout settings and topology dump."""
     text = re.split(r", Timeout: | \(configured timeouts|, full error: ", str(exc))[0]
@@ -217,15 +230,8 @@ class MongoTarget(Target):
         docs = [RawBSONDocument(data[a:b]) for a, b in zip(bounds, bounds[1:])]
         try:
             await self.db[collection].insert_many(docs, ordered=False)
-        except BulkWriteError as exc:
-            errors = exc.details.get("writeErrors") or []
-            first = errors[0].get("errmsg", "") if errors else one_line(exc)
-            raise Fatal(f"{self.what}: {len(errors)} of {len(docs)} documents refused by the server; "
-                        f"the first: {first}") from None
-        except ConnectionFailure as exc:
-            raise Retryable(f"{self.what}: {one_line(exc)}") from None
         except PyMongoError as exc:
-            raise Fatal(f"{self.what}: {one_line(exc)}") from None
+            raise write_error(self.what, exc, len(docs), "documents") from None
 
     async def _upsert(self, collection: str, filters: bytes, fends, updates: bytes, uends) -> None:
         """One upsert per bucket (layout bucket); those that lose a race to make their bucket
@@ -239,16 +245,11 @@ class MongoTarget(Target):
                 return
             except BulkWriteError as exc:
                 errors = exc.details.get("writeErrors") or []
-                if errors and attempt < RACE_RETRIES and all(e.get("code") == DUPLICATE_KEY for e in errors):
-                    ops = [ops[e["index"]] for e in errors]
-                    continue
-                first = errors[0].get("errmsg", "") if errors else one_line(exc)
-                raise Fatal(f"{self.what}: {len(errors)} of {len(ops)} bucket updates refused by the server; "
-                            f"the first: {first}") from None
-            except ConnectionFailure as exc:
-                raise Retryable(f"{self.what}: {one_line(exc)}") from None
+                if not (errors and attempt < RACE_RETRIES and all(e.get("code") == DUPLICATE_KEY for e in errors)):
+                    raise write_error(self.what, exc, len(ops), "bucket updates") from None
+                ops = [ops[e["index"]] for e in errors]
             except PyMongoError as exc:
-                raise Fatal(f"{self.what}: {one_line(exc)}") from None
+                raise write_error(self.what, exc, len(ops), "bucket updates") from None
 
     # ---- verify, compact, measure ---------------------------------------------------------
     async def count(self, tables: Tables) -> int:

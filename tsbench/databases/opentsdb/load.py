@@ -85,11 +85,14 @@ class OpenTsdbTarget(Target):
         self.http = HttpClient(self.url, self.what)
         await self.http.open(probe_path="/api/version")
         status, body = await self.http.get("/api/version")
-        if status != 200 or b"version" not in body:
+        try:
+            self._version = str(json.loads(body)["version"]) if status == 200 else None
+        except (ValueError, TypeError, KeyError):
+            self._version = None
+        if self._version is None:
             await self.close()
-            raise UserError(f"target opentsdb: {self.url}/api/version answered HTTP {status}: "
-                            f"is this an OpenTSDB server?")
-        self._version = json.loads(body).get("version", "?")
+            raise UserError(f"target opentsdb: {self.url}/api/version answered HTTP {status} without a "
+                            f"version: is this an OpenTSDB server?")
 
     async def close(self) -> None:
         if self.http is not None:
@@ -135,13 +138,18 @@ class OpenTsdbTarget(Target):
             await asyncio.sleep(0.2)
 
     # ---- write --------------------------------------------------------------------------
-    def _render(self, batch: Batch) -> bytes:
+    def _render(self, batch: Batch) -> bytearray | bytes:
         """The batch's points as one JSON array."""
         buf, parts = native.split_csv(self._layout, batch.data)
         chunks = [native.render(self._templates[i], buf, part[0], part[1])[0]
                   for i, part in enumerate(parts) if part is not None]
-        body = b"".join(chunks)
-        return b"[" + body[:-1] + b"]" if body else b""
+        if not chunks:
+            return b""
+        body = bytearray(b"[")
+        for c in chunks:                     # every point ends in ","; the last one's becomes "]"
+            body += c
+        body[-1:] = b"]"
+        return body
 
     async def write(self, batch: Batch) -> None:
         if self._layout is None:
