@@ -477,6 +477,12 @@ def all_states() -> list[State]:
     return [s for f in sorted(d.glob("*.json")) if (s := load_state(f.stem))] if d.exists() else []
 
 
+def local_state(kind: str, url: str) -> State | None:
+    """The state of the server of this kind tsbench runs at url (its version, ports, data
+    dirs), or None: a server it did not start."""
+    return next((st for st in all_states() if st.kind == kind and st.url == url), None)
+
+
 def http_ok(url: str, expect: Callable[[int], bool] = lambda s: s < 300, timeout: float = 2.0) -> bool:
     """One blocking GET for readiness checks."""
     import urllib.request

@@ -70,7 +70,7 @@ from ...batches import csv_layout
 from ...errors import Fatal, UserError
 from ...model import Batch, Tables
 from ...queries.base import Answer
-from ..server import all_states, say
+from ..server import local_state, say
 from ..target import Target, exists_error
 from . import driver
 from .cql_series import CqlSeries
@@ -295,10 +295,8 @@ class CassandraTarget(Target):
         host = self.contacts[0][0]
         if self.options.jmx_port:
             return host, self.options.jmx_port
-        for st in all_states():
-            if st.kind == "cassandra" and st.url == self.url and "jmx" in st.ports:
-                return "127.0.0.1", st.ports["jmx"]
-        return None
+        st = local_state("cassandra", self.url)
+        return ("127.0.0.1", st.ports["jmx"]) if st is not None and "jmx" in st.ports else None
 
     async def compact(self) -> None:
         """nodetool flush, then a major compaction of the keyspace (blocks until done)."""

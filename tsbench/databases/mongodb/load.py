@@ -68,7 +68,7 @@ from ...batches import csv_layout
 from ...errors import Fatal, Retryable, UserError
 from ...model import Batch, Tables
 from ...queries.base import Answer
-from ..server import all_states, say
+from ..server import local_state, say
 from ..target import Target, exists_error
 from .documents import EVENTS, HOUR, TAGS, TIME, bucket_key_ops, document_ops, event_ops
 from .mql import Mql
@@ -153,9 +153,9 @@ class MongoTarget(Target):
         """The server by its own name: "mongo-java-server 1.47.0 (MongoDB wire protocol)" for the
         local stand-in, "FerretDB v1.24.0 (MongoDB wire protocol)", "MongoDB 8.0.4"; and the client."""
         info = await self.client.admin.command("buildInfo")
-        local = [st.version for st in all_states() if st.kind == "mongo-java-server" and st.url == self.url]
-        if local:
-            server = f"mongo-java-server {local[0]} (MongoDB wire protocol)"
+        local = local_state("mongo-java-server", self.url)
+        if local is not None:
+            server = f"mongo-java-server {local.version} (MongoDB wire protocol)"
         elif info.get("ferretdbVersion"):
             server = f"FerretDB {info['ferretdbVersion']} (MongoDB wire protocol)"
         else:

@@ -40,7 +40,7 @@ from ...errors import Fatal, Retryable, UserError
 from ...model import Batch, Tables
 from ...queries.base import Answer
 from ..http import HttpClient
-from ..server import all_states, allocated_bytes
+from ..server import allocated_bytes, local_state
 from ..target import Target, exists_error
 from .api_query import AnswerRows, TsdbApi, TsdbQuery, TsdbRequest
 from .points import metric, point_ops
@@ -102,7 +102,7 @@ class OpenTsdbTarget(Target):
     async def version(self) -> str:
         """OpenTSDB's version: the one a server tsbench runs was installed as (the Maven
         build of 2.4.1 reports "BuildData" in /api/version), else what /api/version says."""
-        st = self._local()
+        st = local_state("opentsdb", self.url)
         return f"OpenTSDB {st.version if st is not None else self._version}"
 
     # ---- create -------------------------------------------------------------------------
@@ -178,12 +178,7 @@ class OpenTsdbTarget(Target):
     # ---- verify -------------------------------------------------------------------------
     async def _query_json(self, body: dict) -> list:
         status, answer = await self.http.request("POST", "/api/query", json.dumps(body).encode(), JSON)
-        text = answer.decode("utf-8", "replace")
-        if status == 400 and "No such name for" in text:
-            return []                            # a metric never written: nothing to count
-        if status >= 300:
-            raise Fatal(f"{self.what}: /api/query: HTTP {status}: {_error_words(text)}")
-        return json.loads(text)
+        return _series(self.what, status, answer)
 
     async def _points(self, t, lo_ms: int, hi_ms: int) -> int:
         """The points of measurement t's metrics in [lo_ms, hi_ms)."""
@@ -202,12 +197,9 @@ class OpenTsdbTarget(Target):
         return sum([await self._points(t, lo_ms, hi_ms) for t in tables])
 
     # ---- compact and measure (a server tsbench runs) -------------------------------------------
-    def _local(self):
-        return next((st for st in all_states() if st.kind == "opentsdb" and st.url == self.url), None)
-
     async def compact(self) -> None:
         """A flush and major compaction of the HBase tables, through the launcher's control port."""
-        st = self._local()
+        st = local_state("opentsdb", self.url)
         if st is None:
             return
         ctl = HttpClient(f"http://127.0.0.1:{st.ports['control']}", f"{self.what} (HBase control)",
@@ -221,7 +213,7 @@ class OpenTsdbTarget(Target):
             raise Fatal(f"{self.what}: HBase compaction: HTTP {status}: {body.decode('utf-8', 'replace')[:500]}")
 
     async def disk_bytes(self) -> dict[str, int]:
-        st = self._local()
+        st = local_state("opentsdb", self.url)
         if st is None or not st.extra.get("hbase_root"):
             return {}
         return {self.own_disk_figure: await asyncio.to_thread(allocated_bytes, st.extra["hbase_root"])}
@@ -231,14 +223,9 @@ class OpenTsdbTarget(Target):
         await self.http.warm(workers, "/api/version")
 
     async def _timed(self, req: TsdbRequest):
-        """POST one request, timed; its series (an unknown metric or tag value: none)."""
+        """POST one request, timed; its series."""
         t = await self.http.timed_post("/api/query", json.dumps(req.body).encode(), JSON)
-        text = t.body.decode("utf-8", "replace")
-        if t.status == 400 and "No such name for" in text:
-            return t, []
-        if t.status >= 300:
-            raise Fatal(f"{self.what}: /api/query: HTTP {t.status}: {_error_words(text)}")
-        return t, json.loads(text)
+        return t, _series(self.what, t.status, t.body)
 
     async def query(self, native_q: TsdbQuery) -> Answer:
         """The requests in turn, each timed to its last byte, and their series merged into
@@ -254,6 +241,17 @@ class OpenTsdbTarget(Target):
         ans.client_s = time.perf_counter() - t0 - (ans.connect_s or 0.0) - ans.seconds
         ans.seconds += ans.client_s
         return ans
+
+
+def _series(what: str, status: int, body: bytes) -> list:
+    """The series of an /api/query answer: none for a metric or tag value never written
+    (OpenTSDB's 400 "No such name for ..."); another error status is Fatal with its words."""
+    text = body.decode("utf-8", "replace")
+    if status == 400 and "No such name for" in text:
+        return []
+    if status >= 300:
+        raise Fatal(f"{what}: /api/query: HTTP {status}: {_error_words(text)}")
+    return json.loads(text)
 
 
 def _count_body(t, lo_ms: int, hi_ms: int) -> dict:
