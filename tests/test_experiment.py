@@ -89,7 +89,8 @@ def test_bad_files_give_one_line(tmp_path, text, pattern):
     assert "\n" not in msg and re.search(pattern, msg), msg
 
 
-SHIPPED = {"devops100": 12, "batch-workers": 24, "cardinality": 6, "pg-vs-influx": 6, "flux": 4}
+SHIPPED = {"devops100": 12, "batch-workers": 24, "cardinality": 6, "pg-vs-influx": 6, "flux": 4, "peers": 10,
+           "seed-comparison": 21}
 
 
 @pytest.mark.parametrize("name,n", sorted(SHIPPED.items()))
@@ -241,3 +242,20 @@ def test_names_used_in_paths_are_checked(tmp_path, name):
         with pytest.raises(UserError, match="is not a valid name"):
             load_experiment(_write(tmp_path, text))
     assert experiment.name_problem("devops100-2.v1_x") is None
+
+
+def test_set_overrides_settings_before_the_checks(tmp_path):
+    """`run --set` changes the file's data before it is checked (a matrix key keeps its dots, a
+    timestamp stays text) and the manifest keeps the items; a bad item is one line."""
+    path = pathlib.Path(__file__).resolve().parent.parent / "experiments" / "devops100.yaml"
+    exp = load_experiment(path, ("matrix.target=[duckdb]", "matrix.load.workers=[4]",
+                                 "datasets.devops100.end=2016-01-01T03:00:00Z"))
+    assert [c.target_name for c in cells(exp)] == ["duckdb"] and exp.matrix["load.workers"] == [4]
+    assert exp.datasets["devops100"].end == "2016-01-01T03:00:00Z"
+    assert exp._overrides[0] == "matrix.target=[duckdb]"
+    for item, pattern in (("matrix.target", "expected KEY.PATH=VALUE"),
+                          ("name.x=3", "name is not a mapping"),
+                          ("matrix.target=[nope]", "'nope' is not declared under targets")):
+        p = run_cli("run", str(path), "--dry-run", "--set", item, check=False)
+        err = p.stderr.decode().strip()
+        assert p.returncode == 2 and re.search(pattern, err) and "\n" not in err, err

@@ -102,7 +102,9 @@ async def _faulted(target: str, phase: str, sig: str, df) -> tuple[list[int], Ba
 
 
 # the JVM servers are slow to start: a SIGKILL mid-load only
-JVM_CASES = [("elasticsearch", "load", "SIGKILL"), ("cassandra", "load", "SIGKILL"), ("opentsdb", "load", "SIGKILL")]
+JVM_CASES = [("elasticsearch", "load", "SIGKILL"), ("cassandra", "load", "SIGKILL"), ("opentsdb", "load", "SIGKILL"),
+             ("iotdb", "load", "SIGKILL"),      # ConfigNode and DataNode share the one JVM killed
+             ("questdb", "load", "SIGKILL")]
 CASES = [(t, p, s) for t in KINDS for p in ("load", "execute") for s in ("SIGKILL", "SIGSTOP")] + JVM_CASES
 
 

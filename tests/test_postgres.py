@@ -291,3 +291,30 @@ def test_server_options_checked():
         PostgresServer(options={"fsync": "off"})
     with pytest.raises(UserError, match="option tags"):
         PostgresTarget("postgresql://x@127.0.0.1:1/postgres", {"tags": "json"})
+
+
+def test_timescaledb_on_plain_postgres_is_one_line(pg, files):
+    """-O timescaledb=true against a PostgreSQL without the extension (tsbench's own: no registry
+    ships TimescaleDB) stops in one line before any table is made."""
+    path = str(files["cpu-only"])
+    p = run_cli("load", path, "--target", "postgres", "--server", pg.url, "-O", "database=tsdb",
+                "-O", "timescaledb=true", "-q", check=False)
+    err = p.stderr.decode().strip()
+    assert p.returncode == 2 and "Traceback" not in err, err
+    assert "the timescaledb extension is not installed on this server" in err and "\n" not in err, err
+    assert sql(pg, "tsdb", "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == [(0,)]
+
+
+def test_timescaledb_options_checked_and_rendered():
+    url = "postgresql://x@127.0.0.1:1/postgres"
+    with pytest.raises(UserError, match="chunk_interval: only with timescaledb=true"):
+        PostgresTarget(url, {"chunk_interval": "6 hours"})
+    with pytest.raises(UserError, match="compress_after needs compress=true"):
+        PostgresTarget(url, {"timescaledb": True, "compress_after": "7 days"})
+    with pytest.raises(UserError, match="not an interval"):
+        PostgresTarget(url, {"timescaledb": True, "chunk_interval": "1 day'; DROP TABLE cpu; --"})
+    from tsbench.databases.postgres.sql import PostgresSpelling
+    plain, ts = PostgresSpelling("public", ("hostname",)), PostgresSpelling("public", ("hostname",), True)
+    assert "time_bucket" not in plain.bucket_ns(60 * 10**9)
+    assert ts.bucket_ns(60 * 10**9) == ("(extract(epoch from time_bucket(INTERVAL '60000000 microseconds', m.time))"
+                                       " * 1000000)::bigint * 1000")

@@ -4,7 +4,8 @@ CSV file of the JVM databases' cases), the null HTTP sink, and local InfluxDB an
 VictoriaMetrics servers (2 workers x 10,000 rows, the first 6 hours = 1,944,000
 rows), OpenSearch (both seed templates; the default one also through opensearch-py,
 client=library), Cassandra (both schemas) and the MongoDB stand-in
-(mongo-java-server) with 2 and 4 workers on the first 3 hours (972,000 rows).
+(mongo-java-server), OpenTSDB, QuestDB, ClickHouse (in-process chDB) and IoTDB
+with 2 and 4 workers on the first 3 hours (972,000 rows).
 Prints rows/s, client and server CPU seconds and their ratio, medians over runs. Figures come from here, never from timed tests."""
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ for _w in (2, 4):
     CASES[f"mongodb-w{_w}"] = ("mongodb", "3h", ["-w", str(_w), "-b", "10000"])
     CASES[f"mongodb-bucket-w{_w}"] = ("mongodb", "3h", ["-w", str(_w), "-b", "10000", "-O", "layout=bucket"])
     CASES[f"opentsdb-w{_w}"] = ("opentsdb", "3h", ["-w", str(_w), "-b", "10000"])
+    for _t in ("questdb", "clickhouse", "iotdb"):
+        CASES[f"{_t}-w{_w}"] = (_t, "3h", ["-w", str(_w), "-b", "10000"])
 ENDS = {"day": "2016-01-02T00:00:00Z", "6h": "2016-01-01T06:00:00Z", "3h": "2016-01-01T03:00:00Z"}
 
 

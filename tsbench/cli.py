@@ -518,13 +518,16 @@ def _finish_queries(res, json_out, quiet, table: bool) -> None:
 @click.option("--results", default="results", show_default=True, help="Where results/<experiment>/<run-id>/ goes.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
 @click.option("--no-report", is_flag=True, help="Skip the HTML report (write it later with `tsbench report`).")
-def run(experiment_file, dry_run, results, quiet, no_report) -> None:
+@click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
+              help="Change one setting of the file (VALUE in YAML; repeatable; kept in the manifest), e.g. "
+                   "--set datasets.devops100.end=2016-01-01T03:00:00Z --set matrix.target=[influx,duckdb].")
+def run(experiment_file, dry_run, results, quiet, no_report, overrides) -> None:
     """Run every cell of an experiment file: generate, load, verify, queries,
     execute, validate; results as parquet tables (cells, load, queries,
     resources), a manifest and an HTML report in results/<experiment>/<run-id>/."""
     from .experiment import cells, describe_cell, load_experiment
 
-    exp = load_experiment(experiment_file)
+    exp = load_experiment(experiment_file, overrides)
     if dry_run:
         cs = cells(exp)
         for c in cs:

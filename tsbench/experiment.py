@@ -20,6 +20,7 @@ value, and what is allowed."""
 from __future__ import annotations
 
 import copy
+import datetime
 import itertools
 import json
 import pathlib
@@ -125,6 +126,7 @@ class Experiment(_Strict):
     """An experiment: `python -m tsbench schema` prints this model as JSON Schema."""
 
     _cells: list[Cell] | None = PrivateAttr(None)     # set by load_experiment
+    _overrides: list[str] = PrivateAttr(default_factory=list)   # `run --set` items, as given
 
     name: Name
     description: str = ""
@@ -182,10 +184,11 @@ def _lines(node, path=()) -> dict[tuple, int]:
     return out
 
 
-def load_experiment(path: str | pathlib.Path) -> Experiment:
+def load_experiment(path: str | pathlib.Path, overrides: tuple[str, ...] = ()) -> Experiment:
     """Read, check and expand an experiment file: every cell is built and checked
     here (its settings by the file's models, its target's options by the target,
-    its server's options by the server class), so a bad file fails before anything runs."""
+    its server's options by the server class), so a bad file fails before anything runs.
+    overrides: `KEY.PATH=YAML` items (`run --set`) applied to the file's data first."""
     p = pathlib.Path(path)
     try:
         text = p.read_text()
@@ -197,7 +200,10 @@ def load_experiment(path: str | pathlib.Path) -> Experiment:
     if not isinstance(data, dict):
         raise UserError(f"{p}: an experiment file is a mapping (name:, datasets:, targets:, ...)")
     lines = _lines(node) if node is not None else {}
+    for item in overrides:
+        apply_override(data, item)
     exp = _validate(p, data, lines)
+    exp._overrides = list(overrides)
     _check_names(p, exp, lines)
     for name, d in exp.datasets.items():      # a schema file is found beside the experiment file
         if d.schema_file and not pathlib.Path(d.schema_file).is_absolute():
@@ -209,6 +215,26 @@ def load_experiment(path: str | pathlib.Path) -> Experiment:
     exp._cells = _expand(exp, _Source(str(p), lines))
     _check_patterns(p, exp, lines)      # after the values: an entry that would match nothing
     return exp
+
+
+def apply_override(data: dict, item: str) -> None:
+    """Set one `a.b.c=VALUE` in the file's data (VALUE read as YAML: 4, [a, b], "2016-01-01T03:00:00Z");
+    the keys on the way must be mappings (made if missing); under matrix the rest is one key
+    (matrix.load.workers=[4])."""
+    key, eq, text = item.partition("=")
+    path = [k for k in key.strip().split(".")]
+    if not eq or not all(path):
+        raise UserError(f"--set {item!r}: expected KEY.PATH=VALUE, e.g. datasets.devops100.end=2016-01-01T03:00:00Z")
+    value, _ = yamlfile.parse(text, f"--set {key}")
+    if isinstance(value, datetime.date):          # a timestamp stays the text given, as the file's quoted ones
+        value = text.strip()
+    node, i = data, 0
+    while i < len(path) - 1 and not (path[0] == "matrix" and i == 1):   # matrix keys are dotted: load.workers
+        node = node.setdefault(path[i], {})
+        i += 1
+        if not isinstance(node, dict):
+            raise UserError(f"--set {key}: {'.'.join(path[:i])} is not a mapping in the experiment file")
+    node[".".join(path[i:])] = value
 
 
 def _validate(p: pathlib.Path, data: dict, lines: dict) -> Experiment:

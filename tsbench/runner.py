@@ -319,6 +319,7 @@ class Runner:
             pq.write_table(table, tmp)
             os.replace(tmp, self.dir / f"{name}.parquet")      # never a half-written table
         manifest = {"experiment": self.exp.name, "run_id": self.run_id, "config": self.exp.model_dump(),
+                    "overrides": self.exp._overrides,
                     "tsbench": __version__, "git_revision": _git_revision(), "host": host_facts(),
                     "datasets": self.datasets, "servers": self.servers, "harness_ceiling": self.ceilings,
                     "cells": len(self.cell_rows),

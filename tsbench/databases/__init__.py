@@ -29,6 +29,9 @@ PACKAGES = (
     "elasticsearch",
     "mongodb",
     "opentsdb",
+    "questdb",
+    "clickhouse",
+    "iotdb",
 )
 
 TARGET_GROUP = "tsbench.targets"

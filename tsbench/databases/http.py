@@ -104,13 +104,18 @@ class HttpClient:
         await asyncio.gather(*(self.get(path) for _ in range(n)))
 
     async def timed_post(self, path: str, data, headers: dict | None = None) -> Timed:
-        """POST a query and time it: to the first byte of the body (some servers send
-        the headers before the query has run) and to its last byte. A connection opened
-        on the way is timed apart (connect_s) and not counted. Transport errors are Fatal."""
+        return await self.timed("POST", path, data=data, headers=headers)
+
+    async def timed(self, method: str, path: str, data=None, headers: dict | None = None,
+                    params: dict | None = None) -> Timed:
+        """Send a query (timed_post: POST) and time it: to the first byte of the body (some
+        servers send the headers before the query has run) and to its last byte. A connection
+        opened on the way is timed apart (connect_s) and not counted. Transport errors are Fatal."""
         ctx: dict = {}
         t0 = time.perf_counter()
         try:
-            async with self.session.post(self.base + path, data=data, headers=headers, trace_request_ctx=ctx) as r:
+            async with self.session.request(method, self.base + path, data=data, headers=headers, params=params,
+                                            trace_request_ctx=ctx) as r:
                 first = await r.content.readany()
                 t1 = time.perf_counter()
                 body = first + await r.content.read()

@@ -10,7 +10,8 @@ installed, a server's jars resolved from Maven Central, and its command line.
 A JvmServer subclass names its artifacts and main class (a class, or a
 single-file Java launcher run from source) and gives its system properties and
 arguments; this module adds the heap (server option `heap`, default sized to
-the machine), the GC log in the instance dir and `-cp lib/*`. Java 17 and Maven
+the machine), the GC log in the instance dir and `-cp lib/*` (or, for a server
+run as a JPMS module, `module`: `-p lib -m module/main.Class`). Java 17 and Maven
 come from Debian (`openjdk-17-jdk-headless`, `maven`): installed by tsbench
 when it runs as root, else one line saying what to install."""
 
@@ -134,6 +135,7 @@ class JvmServer(Server):
     lib_version: ClassVar[str]
     artifacts: ClassVar[tuple[str, ...]]
     main_class: ClassVar[str]                      # a class name, or the path of a single-file launcher (.java)
+    module: ClassVar[str | None] = None            # run as a JPMS module instead: "module/main.Class" (-p lib -m)
     jvm_flags: ClassVar[tuple[str, ...]] = ()      # JPMS flags and the like
     options_allowed: ClassVar[tuple[str, ...]] = ("heap",)
     heap_mb: ClassVar[tuple[int, int, int]] = (256, HEAP_CAP_MB, 8)   # the default heap: floor, cap, 1/share
@@ -187,4 +189,6 @@ class JvmServer(Server):
         return [str(java), f"-Xms{self.heap}", f"-Xmx{self.heap}", "-XX:+ExitOnOutOfMemoryError",
                 f"-Xlog:gc*:file={gc}:time,uptime:filecount=2,filesize=10m",
                 *self.jvm_flags, *self.extra_jvm_flags(datadir, ports), *props,
-                "-cp", f"{self.lib}/*", self.main_class, *self.main_args(datadir, ports)]
+                *(["-p", str(self.lib), "-m", self.module] if self.module else
+                  ["-cp", f"{self.lib}/*", self.main_class]),
+                *self.main_args(datadir, ports)]

@@ -71,9 +71,11 @@ class Target:
             return cls.options_model(**options)
         except ValidationError as exc:
             e = exc.errors()[0]
-            loc = ".".join(str(x) for x in e["loc"]) or "options"
+            loc = ".".join(str(x) for x in e["loc"])
+            msg = str(e["ctx"]["error"]) if e["type"] == "value_error" else e["msg"]
             known = ", ".join(cls.options_model.model_fields) or "none"
-            raise UserError(f"target {cls.name}: option {loc}: {e['msg']} (options: {known})") from None
+            where = f"option {loc}" if loc else "options"
+            raise UserError(f"target {cls.name}: {where}: {msg} (options: {known})") from None
 
     @classmethod
     def local_url(cls, instance_dir) -> str | None:

@@ -22,6 +22,10 @@ Options:
                there is also a btree on (tags_id, time) unless index is none.
   password     the password to connect with, over the URL's (better:
                `password_env: VAR`, see tsbench/secrets.py)
+  timescaledb  true: TimescaleDB (timescale.py): every measurement table a
+               hypertable on time, chunks of `chunk_interval` (default 1 day);
+               `compress: true` compresses chunks (segmented by tag set)
+               before the disk figures, `compress_after` adds the policy too
 
 Tag sets (tags "table"): a batch is COPYed into per-connection TEMP staging
 tables; then its new tag sets go into `tags` and the rows into the measurement
@@ -47,14 +51,15 @@ from typing import Literal
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, SecretStr, model_validator
 
 from ... import native
 from ...errors import UserError
-from ...queries.base import q
+from ...queries.base import lit, q
 from ...errors import Fatal, Retryable
 from ...model import Batch, Table, Tables
 from ..target import Target, exists_error
+from . import timescale
 from .sql import TAGS, PostgresQueries, one_line
 
 SQL_TYPES = {"float": "double precision", "int": "bigint", "string": "text"}
@@ -71,6 +76,24 @@ class PostgresOptions(BaseModel):
     tags: Literal["table", "inline"] = "table"
     index: Literal["btree", "brin", "none"] = "btree"
     password: SecretStr | None = None    # else the URL's, else libpq's (PGPASSWORD, ~/.pgpass); or password_env
+    timescaledb: bool = False
+    chunk_interval: str = "1 day"
+    compress: bool = False
+    compress_after: str | None = None    # e.g. "7 days": also a compression policy (needs compress)
+
+    @model_validator(mode="after")
+    def _timescale_only(self):
+        given = [n for n in ("chunk_interval", "compress", "compress_after")
+                 if getattr(self, n) != type(self).model_fields[n].default]
+        if given and not self.timescaledb:
+            raise ValueError(f"{', '.join(given)}: only with timescaledb=true")
+        if self.compress_after and not self.compress:
+            raise ValueError("compress_after needs compress=true")
+        for name in ("chunk_interval", "compress_after"):
+            value = getattr(self, name)
+            if value is not None and not timescale.is_interval(value):
+                raise ValueError(f"{name} {value!r} is not an interval such as '1 day' or '6 hours'")
+        return self
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -183,6 +206,7 @@ class PostgresTarget(PostgresQueries, Target):
         self._plans: list[_Plan] | None = None
         self._layout = None
         self._tags_sql: dict[tuple[int, ...], str] = {}
+        self._timescale_version: str | None = None
 
     @property
     def shown_url(self) -> str:
@@ -279,6 +303,8 @@ class PostgresTarget(PostgresQueries, Target):
         for s in self._all:          # staging tables of an earlier create() may have other columns
             await s.conn.close()
         self._all, self._free = [], []
+        if self.options.timescaledb:
+            self._timescale_version = await timescale.ensure_extension(self.admin, self.shown_url)
         await self.admin.execute(f"CREATE SCHEMA IF NOT EXISTS {q(self.schema)}")
         existing = {r[0] for r in await self._qall(
             "SELECT tablename FROM pg_tables WHERE schemaname = %s", (self.schema,))}
@@ -308,6 +334,8 @@ class PostgresTarget(PostgresQueries, Target):
             for p in plans:
                 cols = ", ".join(f"{q(c)} {t}" for c, t in p.columns())
                 await self.admin.execute(f"CREATE TABLE IF NOT EXISTS {p.qname} ({cols})")
+                if self.options.timescaledb:
+                    await self._hypertable(p)
                 await self._indexes(p)
         self._bind(plans)
 
@@ -320,6 +348,14 @@ class PostgresTarget(PostgresQueries, Target):
         if p.entity:
             await self.admin.execute(f"CREATE INDEX IF NOT EXISTS {q(f'{p.name}_tags_id_time')} ON {p.qname} "
                                      f"(tags_id, time)")
+
+    async def _hypertable(self, p: _Plan) -> None:
+        o = self.options
+        await self.admin.execute(timescale.hypertable_sql(p.qname, o.chunk_interval))
+        if o.compress:
+            for sql in timescale.compression_sql(p.qname, timescale.segment_columns(p.entity, p.extra),
+                                                 o.compress_after):
+                await self.admin.execute(sql)
 
     async def attach(self, tables: Tables) -> None:
         self._bind(self._plans_for(tables))
@@ -415,6 +451,9 @@ class PostgresTarget(PostgresQueries, Target):
         return names
 
     async def compact(self) -> None:
+        if self.options.compress:
+            for p in self._plans or []:
+                await self.admin.execute(timescale.compress_chunks_sql(p.qname))
         for rel in self._relations():
             await self.admin.execute(f"VACUUM (ANALYZE) {rel}")
         try:
@@ -425,12 +464,15 @@ class PostgresTarget(PostgresQueries, Target):
     async def disk_bytes(self) -> dict[str, int]:
         rels = self._relations()
         total = 0
+        hyper = {p.qname for p in self._plans or []} if self.options.timescaledb else set()
         for rel in rels:
-            total += (await self._q1("SELECT pg_total_relation_size(%s::regclass)", (rel,)))[0]
+            sql = timescale.size_sql(rel) if rel in hyper else f"SELECT pg_total_relation_size({lit(rel)}::regclass)"
+            total += (await self._q1(sql))[0] or 0
         db = (await self._q1("SELECT pg_database_size(current_database())"))[0]
         return {"pg_total_relation_size": int(total), "pg_database_size": int(db)}
 
     async def version(self) -> str:
         if self.admin is None:
             return ""
-        return (await self._q1("SHOW server_version"))[0].split()[0]
+        v = (await self._q1("SHOW server_version"))[0].split()[0]
+        return v + (f" timescaledb {self._timescale_version}" if self._timescale_version else "")

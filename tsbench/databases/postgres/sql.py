@@ -1,6 +1,6 @@
 """PostgreSQL's queries (phases 3-5): the shared SQL dialect spelled for
 tsbench's layout (entity tags read through the tag-set table's join, time math
-in exact numerics), run on a pool of autocommit connections, one per query in
+in exact numerics; TimescaleDB's time_bucket with -O timescaledb=true), run on a pool of autocommit connections, one per query in
 flight."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import psycopg
 from ...errors import Fatal
 from ...queries.base import Answer, SqlSpelling, q
 from ...queries.sql import Sql
+from . import timescale
 
 TAGS = "tags"          # the tag-set table
 
@@ -27,8 +28,8 @@ class PostgresSpelling(SqlSpelling):
 
     name = "postgres"
 
-    def __init__(self, schema: str, entity: tuple[str, ...]):
-        self.schema, self.entity = schema, entity
+    def __init__(self, schema: str, entity: tuple[str, ...], time_bucket: bool = False):
+        self.schema, self.entity, self.time_bucket = schema, entity, time_bucket
 
     def table(self, measurement: str) -> str:
         base = f"{q(self.schema)}.{q(measurement)} m"
@@ -41,6 +42,8 @@ class PostgresSpelling(SqlSpelling):
         return "(extract(epoch from m.time) * 1000000000)::bigint"
 
     def bucket_ns(self, width_ns: int) -> str:
+        if self.time_bucket:             # TimescaleDB's own bucketing (timescale.py)
+            return timescale.bucket_ns("m.time", width_ns)
         return f"({self.time_ns()} / {width_ns}) * {width_ns}"
 
 
@@ -54,7 +57,7 @@ class PostgresQueries:
         if self._plans is None:
             raise Fatal("postgres: render() before create() or attach()")
         entity = self._plans[0].entity if self._plans else ()
-        return Sql(PostgresSpelling(self.schema, entity))
+        return Sql(PostgresSpelling(self.schema, entity, self.options.timescaledb))
 
     async def prepare(self, workers: int) -> None:
         """One autocommit connection per worker, opened before timing."""

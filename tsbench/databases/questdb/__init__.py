@@ -1,0 +1,8 @@
+"""QuestDB (phases 2-5): influx line protocol batches posted as they are to its
+ILP-over-HTTP endpoint, into WAL tables made beforehand (designated timestamp,
+PARTITION BY DAY); queries in QuestDB SQL (SAMPLE BY, LATEST ON) over its HTTP
+/exec endpoint; the local server is QuestDB 9.3.4's jar from Maven Central, run
+as a JPMS module."""
+
+TARGETS = {"questdb": "load:QuestDbTarget"}
+SERVERS = {"questdb": "server:QuestDbServer"}
