@@ -16,22 +16,18 @@ import pathlib
 import shutil
 from typing import Literal
 
-import pyarrow as pa
-import pyarrow.csv as pacsv
 from pydantic import BaseModel, ConfigDict, Field
 
-from ... import native
-from ...batches import csv_layout
-from ...errors import Fatal, UserError
+from ...errors import UserError
 from ...model import Batch, Tables
 from ...queries.base import lit
+from ..arrow_csv import CsvToArrow
 from ..server import allocated_bytes
 from ..target import Target, exists_error
 from .engines import Chdb, HttpServer
 from .sql import ClickHouseQueries, bq, decode
 
 SQL_TYPES = {"float": "Float64", "int": "Int64"}
-ARROW_TYPES = {"float": pa.float64(), "int": pa.int64()}
 # codec option -> CODEC of (time, int fields, float fields); lz4 is ClickHouse's default (no clause)
 CODECS = {
     "lz4": ("", "", ""),
@@ -124,27 +120,10 @@ class ClickHouseTarget(ClickHouseQueries, Target):
     async def attach(self, tables: Tables) -> None:
         """Bind the layout: the CSV split and each table's Arrow conversion."""
         self._tables = list(tables)
-        self._layout = csv_layout(tables)
-        self._converts = []
-        for t in tables:
-            names = ["time", *t.tags, *t.field_names]
-            types = {"time": pa.timestamp("ns", tz="UTC"), **{k: pa.string() for k in t.tags},
-                     **{f.name: ARROW_TYPES[f.type] for f in t.fields}}
-            self._converts.append((pacsv.ReadOptions(column_names=names, use_threads=False),
-                                   pacsv.ConvertOptions(column_types=types, strings_can_be_null=True)))
+        self._arrow = CsvToArrow(tables, "ns", "clickhouse")
 
     def _append(self, data: memoryview) -> None:
-        buf, parts = native.split_csv(self._layout, data)
-        view = memoryview(buf)
-        for t, part, (ropts, copts) in zip(self._tables, parts, self._converts):
-            if part is None:
-                continue
-            off, n, _, _ = part
-            try:
-                arrow = pacsv.read_csv(pa.BufferReader(pa.py_buffer(view[off: off + n])), read_options=ropts,
-                                       convert_options=copts)
-            except pa.ArrowInvalid as exc:
-                raise Fatal(f"clickhouse: table {t.name}: {exc}") from None
+        for t, arrow in self._arrow.parts(data):
             self.engine.insert(self._name(t.name), arrow)
 
     async def write(self, batch: Batch) -> None:

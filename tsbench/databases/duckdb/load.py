@@ -12,21 +12,17 @@ import pathlib
 import threading
 
 import duckdb
-import pyarrow as pa
-import pyarrow.csv as pacsv
 from pydantic import BaseModel, ConfigDict
 
-from ... import native
-from ...batches import csv_layout
 from ...errors import Fatal, UserError
 from ...model import Batch, Tables
 from ...queries.base import q
+from ..arrow_csv import CsvToArrow
 from ..server import allocated_bytes
 from ..target import Target, exists_error
 from .sql import DuckDBQueries
 
 SQL_TYPES = {"float": "DOUBLE", "int": "BIGINT"}
-ARROW_TYPES = {"float": pa.float64(), "int": pa.int64()}
 
 
 class DuckDBOptions(BaseModel):
@@ -87,9 +83,7 @@ class DuckDBTarget(DuckDBQueries, Target):
 
     async def create(self, tables: Tables, if_exists: str = "abort") -> None:
         existing = self._existing()
-        self._tables = list(tables)
-        self._layout = csv_layout(tables)
-        self._converts = []
+        self._arrow = CsvToArrow(tables, "us", "duckdb")
         for t in tables:
             if t.name in existing:
                 n = self.con.execute(f"SELECT count(*) FROM {q(t.name)}").fetchone()[0]
@@ -100,31 +94,19 @@ class DuckDBTarget(DuckDBQueries, Target):
             cols = ["time TIMESTAMPTZ"] + [f"{q(k)} VARCHAR" for k in t.tags] + \
                    [f"{q(f.name)} {SQL_TYPES[f.type]}" for f in t.fields]
             self.con.execute(f"CREATE TABLE IF NOT EXISTS {q(t.name)} ({', '.join(cols)})")
-            names = ["time", *t.tags, *t.field_names]
-            types = {"time": pa.timestamp("us", tz="UTC"), **{k: pa.string() for k in t.tags},
-                     **{f.name: ARROW_TYPES[f.type] for f in t.fields}}
-            self._converts.append((pacsv.ReadOptions(column_names=names, use_threads=False),
-                                   pacsv.ConvertOptions(column_types=types, strings_can_be_null=True)))
 
     def _append(self, data: memoryview) -> None:
         cur = getattr(self._local, "cur", None)
         if cur is None:
             cur = self._local.cur = self.con.cursor()
-        buf, parts = native.split_csv(self._layout, data)
-        view = memoryview(buf)
         cur.execute("BEGIN")                 # one commit (one WAL flush) per batch
         try:
-            for t, part, (ropts, copts) in zip(self._tables, parts, self._converts):
-                if part is None:
-                    continue
-                off, n, _, _ = part
+            for t, arrow in self._arrow.parts(data):
                 try:
-                    arrow = pacsv.read_csv(pa.BufferReader(pa.py_buffer(view[off: off + n])), read_options=ropts,
-                                           convert_options=copts)
                     cur.register("batch_in", arrow)
                     cur.execute(f"INSERT INTO {q(t.name)} SELECT * FROM batch_in")
                     cur.unregister("batch_in")
-                except (pa.ArrowInvalid, duckdb.Error) as exc:
+                except duckdb.Error as exc:
                     raise Fatal(f"duckdb: table {t.name}: {exc}") from None
             cur.execute("COMMIT")
         except BaseException:

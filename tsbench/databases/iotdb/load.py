@@ -38,20 +38,17 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 from pydantic import BaseModel, ConfigDict, Field
 
-from ... import native
-from ...batches import csv_layout
 from ...errors import Fatal, Retryable, UserError
 from ...model import Batch, Tables
 from ...queries.base import Answer
+from ..arrow_csv import ARROW_TYPES, CsvToArrow
 from ..server import allocated_bytes, local_state
 from ..target import Target, exists_error
 from .paths import database_path, device_path, measurement_path, node, quiet_client_logs
 from .tree import IotdbQuery, IotdbTree, canonical, timed_rows
 
-ARROW_TYPES = {"float": pa.float64(), "int": pa.int64()}
 # IoTDB status codes that mean "later" (TSStatusCode): write rejected for memory, system
 # read-only for want of memory, too many concurrent queries / writes, time out
 PUSH_BACK = {606, 607, 621, 701, 704, 712, 716}
@@ -99,8 +96,7 @@ class IotdbTarget(Target):
         self._free: list = []                                # idle Sessions
         self._all: list = []
         self._tables: Tables | None = None
-        self._layout = None
-        self._converts: list = []
+        self._arrow: CsvToArrow | None = None
         self._unit = 1                                       # the server's time unit, in ns
         self._version = "?"
         self._paths: dict = {}                               # (measurement, tag values) -> device path
@@ -200,19 +196,13 @@ class IotdbTarget(Target):
         await self.attach(tables)
 
     async def attach(self, tables: Tables) -> None:
-        self._tables = tables
-        self._layout = csv_layout(tables)
-        self._converts = []
         for t in tables:
             strings = [f.name for f in t.fields if f.type not in ARROW_TYPES]
             if strings:
                 raise UserError(f"target iotdb: measurement {t.name}: field {strings[0]!r} holds strings; "
                                 f"tsbench loads numbers only into IoTDB (its TEXT tablets are packed per value)")
-            names = ["time", *t.tags, *t.field_names]
-            types = {"time": pa.timestamp("ns", tz="UTC"), **{k: pa.string() for k in t.tags},
-                     **{f.name: ARROW_TYPES[f.type] for f in t.fields}}
-            self._converts.append((pacsv.ReadOptions(column_names=names, use_threads=False),
-                                   pacsv.ConvertOptions(column_types=types, strings_can_be_null=True)))
+        self._tables = tables
+        self._arrow = CsvToArrow(tables, "ns", "iotdb")
 
     # ---- load ---------------------------------------------------------------------------
     async def write(self, batch: Batch) -> None:
@@ -221,18 +211,8 @@ class IotdbTarget(Target):
             await self._call(lambda s: s.insert_aligned_tablets(tablets))
 
     def _tablets(self, data) -> list:
-        buf, parts = native.split_csv(self._layout, data)
-        view = memoryview(buf)
         out = []
-        for t, part, (ropts, copts) in zip(self._tables, parts, self._converts):
-            if part is None:
-                continue
-            off, n, _, _ = part
-            try:
-                arrow = pacsv.read_csv(pa.BufferReader(pa.py_buffer(view[off: off + n])), read_options=ropts,
-                                       convert_options=copts)
-            except pa.ArrowInvalid as exc:
-                raise UserError(f"target iotdb: measurement {t.name}: CSV data: {_one_line(exc)}") from None
+        for t, arrow in self._arrow.parts(data):
             out += device_tablets(self.db, t, arrow, self._unit, self._paths)
         return out
 
