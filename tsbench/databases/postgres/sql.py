@@ -1,7 +1,7 @@
 """PostgreSQL's queries (phases 3-5): the shared SQL dialect spelled for
 tsbench's layout (entity tags read through the tag-set table's join, time math
-in exact numerics; TimescaleDB's time_bucket with -O timescaledb=true), run on a pool of autocommit connections, one per query in
-flight."""
+in exact numerics; TimescaleDB's time_bucket with -O timescaledb=true), run on
+a pool of autocommit connections, one per query in flight."""
 
 from __future__ import annotations
 
