@@ -32,6 +32,7 @@ Options: database (root.<database>), timeout (s, each call), fetch_size."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from urllib.parse import unquote, urlsplit
 
@@ -136,10 +137,10 @@ class IotdbTarget(Target):
             return
         if s in self._all:
             self._all.remove(s)
-        try:
+        # a session dropped after an error: closing a broken thrift transport may fail too, and that
+        # failure says nothing new (the error that dropped it is raised by the caller)
+        with contextlib.suppress(Exception):
             s.close()
-        except Exception:
-            pass
 
     def _mapped(self, exc: BaseException) -> BaseException:
         from iotdb.utils.exception import IoTDBConnectionException, StatementExecutionException
