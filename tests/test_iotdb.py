@@ -17,7 +17,7 @@ import pytest
 from conftest import local_server
 
 from tsbench.databases.iotdb import paths
-from tsbench.databases.iotdb.load import IotdbTarget, device_numbers, device_tablets
+from tsbench.databases.iotdb.load import IotdbTarget, device_keys, device_runs, device_tablets
 from tsbench.errors import Fatal, Unsupported, UserError
 from tsbench.model import Batch, Column, Table, Tables
 from tsbench.queries.base import QuerySpec
@@ -42,10 +42,11 @@ def test_paths_quote_every_node_and_read_back():
 
 def test_devices_keep_null_tags_apart_from_every_value():
     arrow = pa.table({"site": ["x", None, "x", "y", None, "x"], "kind": ["1", "1", None, None, "1", "1"]})
-    key, first = device_numbers(arrow, ("site", "kind"))
-    key = key.tolist()
-    assert key[0] == key[5] and key[1] == key[4] and len({key[0], key[1], key[2], key[3]}) == 4
-    assert sorted(first.tolist()) == [0, 1, 2, 3]
+    key = device_keys(arrow, ("site", "kind"))
+    assert key[0] == key[5] and key[1] == key[4] and len({*key[:4].tolist()}) == 4
+    order, starts, counts = device_runs(key, np.array([5, 4, 3, 2, 1, 0]))
+    runs = {tuple(order[s: s + n].tolist()) for s, n in zip(starts, counts)}
+    assert runs == {(5, 0), (4, 1), (2,), (3,)}          # a device's rows, by time
 
 
 def test_tablets_equal_the_client_librarys_own_numpy_tablets():
