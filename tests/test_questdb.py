@@ -4,7 +4,8 @@ config and the names QuestDB cannot keep apart, and the flush's bound (no server
 against one real QuestDB 9.3.4 started by tsbench for the module: it listens on
 127.0.0.1 only with telemetry off; a load makes WAL tables (designated timestamp
 `time`, DAY partitions, the dataset's column types), verified, and compaction
-leaves the settled files (no WAL segment, no preallocated page); a refused line, a
+leaves the settled files (no WAL segment, no preallocated page, no partition version
+a squash replaced); a refused line, a
 table with other columns and a query error are each one line with QuestDB's words.
 The contract suite (tests/test_contract.py) runs the queries; tests/test_faults.py
 a SIGKILL mid-load. Run with `pytest -m questdb`."""
@@ -143,6 +144,35 @@ def test_load_makes_wal_tables_of_the_dataset_types_and_settled_files(server, de
     assert dirs and not [w for d in dirs for w in d.glob("wal*")]             # applied segments purged
     assert max(f.stat().st_size for d in dirs for f in d.rglob("*.d")) < 1 << 20   # no 16 MB page left
     assert 0 < res.own_disk_bytes < 8 * devops.bytes
+
+
+def test_compaction_waits_until_replaced_partition_versions_are_deleted(server, devops):
+    """A partition version the table no longer lists (what a squash leaves when its VACUUM
+    ran before the squash was applied; here one appears right after compaction's first
+    VACUUM) is counted as stale, and compaction settles only once a later VACUUM deleted it."""
+    import shutil
+
+    load_into("questdb", server.url, devops)
+    root = pathlib.Path(server.state.extra["db_root"])
+    cpu = next(d for d in root.iterdir() if d.is_dir() and d.name.split("~")[0] == "cpu")
+    live = next(p for p in cpu.iterdir() if p.is_dir() and p.name[:1].isdigit())
+    replaced = cpu / "2016-01-01T000500-000001.1"
+
+    async def go(t):
+        vacuum, calls = t._vacuum, []
+
+        async def late_version(names, existing):
+            await vacuum(names, existing)
+            if not calls:
+                shutil.copytree(live, replaced)
+            calls.append(sorted(names))
+        t._vacuum = late_version
+        await t.attach(devops.tables())
+        await t.compact()
+        return calls, await t._stale_partitions("cpu", cpu)
+    calls, stale = _run(server.url, go)
+    assert len(calls) >= 2 and calls[1] == ["cpu"] and stale == 0
+    assert not replaced.exists()
 
 
 def test_refusals_are_one_line_with_questdbs_words(server, devops):

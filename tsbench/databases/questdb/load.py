@@ -23,12 +23,14 @@ afterwards; the error names the shortfall in transactions and rows. A table the
 server suspended (a failed apply) is Fatal with its error at once.
 
 count(): `SELECT count() FROM t` per measurement. compact() (untimed): flush,
-`ALTER TABLE t SQUASH PARTITIONS` (out-of-order writes split partitions) and
-`VACUUM TABLE t`, then flush again; on a server tsbench runs, it then closes
-the load's connections (an ILP connection holds its WAL writers) and waits
-until QuestDB has closed the tables' idle writers, which cuts their column files
-(preallocated in 16 MB pages) to size, and purged the applied WAL segments
-(server.py sets those timers to half a second): the settled form. disk_bytes(): on a
+`ALTER TABLE t SQUASH PARTITIONS` (out-of-order writes split partitions), flush
+(the squash goes through the WAL too), `VACUUM TABLE t`; on a server tsbench runs,
+it then closes the load's connections (an ILP connection holds its WAL writers)
+and waits until QuestDB has closed the tables' idle writers, which cuts their
+column files (preallocated in 16 MB pages) to size, purged the applied WAL
+segments (server.py sets those timers to half a second) and deleted the partition
+versions the squash replaced (a VACUUM run before the squash was applied leaves
+them: VACUUM again every 2 s while any is left): the settled form. disk_bytes(): on a
 server tsbench runs, the blocks allocated under the tables' directories
 (table_dirs_allocated_bytes, its own figure); by URL, `table_storage()`'s
 diskSize (file sizes, preallocated pages included while a writer is open).
@@ -60,6 +62,7 @@ ILP_HEADERS = {"Content-Type": "text/plain; charset=utf-8"}
 POLL_S = 0.05
 SETTLE_POLL_S = 0.2
 SETTLE_TIMEOUT = 60.0
+VACUUM_EVERY_S = 2.0                 # VACUUM again while replaced partition versions remain
 
 
 class QuestDbOptions(BaseModel):
@@ -211,30 +214,49 @@ class QuestDbTarget(Target):
         for name in names:
             if name in existing:
                 await self.sql(f"ALTER TABLE {q(name)} SQUASH PARTITIONS")
-                await self.sql(f"VACUUM TABLE {q(name)}")
-        await self.flush()
+        await self.flush()                   # on a WAL table the squash is applied asynchronously
+        await self._vacuum(names, existing)
         if local_state("questdb", self.url) is not None:
             await self.http.close()          # an ILP connection keeps its WAL writers until it closes
             await self.open()
-            await self._settle_files([existing[n] for n in names if n in existing])
+            await self._settle_files({n: existing[n] for n in names if n in existing})
 
-    async def _settle_files(self, dirs: list[str]) -> None:
+    async def _vacuum(self, names, existing) -> None:
+        for name in names:
+            if name in existing:
+                await self.sql(f"VACUUM TABLE {q(name)}")
+        await self.flush()
+
+    async def _settle_files(self, dirs: dict[str, str]) -> None:
         """On a server tsbench runs (idle writers closed after 0.5 s, see server.py), the load's
-        connections closed: wait until
-        the tables' writers are closed, their column files cut to size, and their applied WAL
-        segments purged (no wal* dir left), bounded by SETTLE_TIMEOUT."""
+        connections closed: wait until the tables' writers are closed (their column files cut
+        to size), their applied WAL segments purged (no wal* dir left) and the partition
+        versions a squash replaced deleted (VACUUM again while any is left), bounded by
+        SETTLE_TIMEOUT."""
         root = pathlib.Path(local_state("questdb", self.url).extra["db_root"])
-        names = {t.name for t in self._tables or ()}
         deadline = time.monotonic() + SETTLE_TIMEOUT
+        next_vacuum = time.monotonic() + VACUUM_EVERY_S
         while True:
-            busy = names & {r[0] for r in await self._rows("SELECT table_name FROM writer_pool()")}
-            wal = [d for d in dirs if any((root / d).glob("wal*"))]
-            if not busy and not wal:
+            busy = set(dirs) & {r[0] for r in await self._rows("SELECT table_name FROM writer_pool()")}
+            wal = [d for d in dirs.values() if any((root / d).glob("wal*"))]
+            stale = [n for n, d in dirs.items() if await self._stale_partitions(n, root / d)]
+            if not busy and not wal and not stale:
                 return
             if time.monotonic() > deadline:
                 raise Fatal(f"{self.what}: after {SETTLE_TIMEOUT:g} s, tables still have open writers "
-                            f"({', '.join(sorted(busy)) or 'none'}) or WAL segments ({', '.join(wal) or 'none'})")
+                            f"({', '.join(sorted(busy)) or 'none'}), WAL segments ({', '.join(wal) or 'none'}) "
+                            f"or replaced partition versions ({', '.join(stale) or 'none'})")
+            if stale and time.monotonic() > next_vacuum:
+                await self._vacuum(stale, dirs)
+                next_vacuum = time.monotonic() + VACUUM_EVERY_S
             await asyncio.sleep(SETTLE_POLL_S)
+
+    async def _stale_partitions(self, name: str, tdir: pathlib.Path) -> int:
+        """How many partition directories (`2016-01-01.30`, `2016-01-01T134920-000001.67`) the
+        table holds beyond the partitions it lists."""
+        on_disk = [p for p in tdir.iterdir() if p.is_dir() and p.name[:1].isdigit()]
+        listed = await self._rows(f"SELECT count() FROM table_partitions({lit(name)})")
+        return max(0, len(on_disk) - int(listed[0][0]))
 
     async def disk_bytes(self) -> dict[str, int]:
         names = [t.name for t in self._tables or ()]
