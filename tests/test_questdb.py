@@ -5,8 +5,8 @@ against one real QuestDB 9.3.4 started by tsbench for the module: it listens on
 127.0.0.1 only with telemetry off; a load makes WAL tables (designated timestamp
 `time`, DAY partitions, the dataset's column types), verified, and compaction
 leaves the settled files (no WAL segment, no preallocated page, no partition version
-a squash replaced); a refused line, a
-table with other columns and a query error are each one line with QuestDB's words.
+a squash replaced); a refused line, a table with other columns and a query error are
+each one line with QuestDB's words.
 The contract suite (tests/test_contract.py) runs the queries; tests/test_faults.py
 a SIGKILL mid-load. Run with `pytest -m questdb`."""
 
