@@ -166,15 +166,15 @@ def test_if_exists_abort_reuse_drop(endpoint, datafiles):
     df = _file(endpoint, datafiles, "synthetic")           # four loads: the smallest dataset does
     cls = _cls(endpoint[0])
     expected = df.rows if cls.count_unit == "rows" else df.values
-    _load(endpoint, df)
+    _load(endpoint, df, compact=False)                    # compaction is not what this test is about
     with pytest.raises(UserError) as ei:
         _load(endpoint, df, if_exists="abort")
     msg = str(ei.value)                                   # one line naming what holds data, and the fix
     assert "\n" not in msg and "already exists and holds data" in msg and "--if-exists drop" in msg, msg
     assert _count(endpoint, df) == expected               # abort changed nothing
-    _load(endpoint, df, if_exists="reuse", verify=False)
+    _load(endpoint, df, if_exists="reuse", verify=False, compact=False)
     assert _count(endpoint, df) in (expected, 2 * expected)   # appended (time series dedupe equal points)
-    _load(endpoint, df, if_exists="drop")                 # verified: exactly the file again
+    _load(endpoint, df, if_exists="drop", compact=False)  # verified: exactly the file again
     _create(endpoint, df, "drop")
     _create(endpoint, df, "abort")                        # there but empty: nothing to refuse
     assert _count(endpoint, df) == 0

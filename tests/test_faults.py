@@ -2,7 +2,8 @@
 server kind (the MongoDB stand-in included), SIGKILL and SIGSTOP of the server in
 the middle of a load and of an execute (the slow-starting JVM servers: SIGKILL
 mid-load) fail within seconds with the exit status and the log's last lines (or the
-stall bound), and no process of the server survives. The signals are sent from
+stall bound), and no process of the server survives (a server found stopped is
+killed after a short grace, not its whole stop_timeout). The signals are sent from
 inside the client's own calls (the Nth write or query), so they land mid-phase
 every time. Run with `pytest -m faults`."""
 
@@ -128,3 +129,28 @@ def test_server_fault_fails_the_phase_within_seconds(target, phase, sig, datafil
         time.sleep(0.1)
     assert _gone(pids), f"a process of {target} (pids {pids}) survived"
 
+
+
+def test_a_server_found_stopped_gets_a_short_grace_then_sigkill():
+    """A stopped (SIGSTOP) server that does not end once continued is killed after
+    STOPPED_GRACE_S, not after its stop_timeout; the process is gone."""
+    import subprocess
+    import sys
+
+    from tsbench.databases import server as srv
+
+    class Stubborn(srv.Server):
+        kind = "stubborn"
+        stop_timeout = 120.0
+
+    proc = subprocess.Popen([sys.executable, "-c", "import signal, time; "
+                             "signal.signal(signal.SIGTERM, signal.SIG_IGN); print(1, flush=True); time.sleep(120)"],
+                            stdout=subprocess.PIPE)
+    assert proc.stdout.readline() == b"1\n"                     # SIGTERM ignored from here on
+    s = Stubborn(instance_dir="/nonexistent")
+    s.proc = proc
+    os.kill(proc.pid, signal.SIGSTOP)
+    t0 = time.monotonic()
+    s._terminate(proc.pid)
+    took = time.monotonic() - t0
+    assert proc.poll() == -signal.SIGKILL and srv.STOPPED_GRACE_S <= took < srv.STOPPED_GRACE_S + 3, took

@@ -25,6 +25,7 @@ from typing import Callable, ClassVar
 from ..errors import ServerError, UserError
 
 READY_TIMEOUT = 60.0
+STOPPED_GRACE_S = 5.0   # seconds a server found stopped (SIGSTOP) gets to shut down once continued
 
 
 def home() -> pathlib.Path:
@@ -340,12 +341,16 @@ class Server:
             raise
 
     def _terminate(self, pid: int) -> None:
+        """The server's stop signal, then SIGKILL after stop_timeout; a server found stopped
+        (SIGSTOP: already faulted, its clean shutdown can wait on its own children for good)
+        gets STOPPED_GRACE_S once continued."""
+        grace = STOPPED_GRACE_S if _tree_stopped(pid) else self.stop_timeout
         try:
             os.kill(pid, self.stop_signal)
             _signal_tree(pid, signal.SIGCONT)   # a stopped (SIGSTOP) server acts on it only once continued
         except ProcessLookupError:
             return
-        deadline = time.monotonic() + self.stop_timeout
+        deadline = time.monotonic() + grace
         try:
             while time.monotonic() < deadline:
                 if self.proc is not None and self.proc.pid == pid:
@@ -424,6 +429,18 @@ class Server:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _tree_stopped(pid: int) -> bool:
+    """Whether the server or a process under it is stopped (SIGSTOP)."""
+    import psutil
+
+    try:
+        procs = [psutil.Process(pid)]
+        procs += procs[0].children(recursive=True)
+        return any(p.status() == psutil.STATUS_STOPPED for p in procs)
+    except psutil.Error:                # gone meanwhile: nothing stopped to wait for
+        return False
 
 
 def _signal_tree(pid: int, sig: int) -> None:
