@@ -1,7 +1,8 @@
 """Developer sessions: `nox -s tests` (the test suite), `nox -s bench`
 (generation throughput, CPU and memory figures), `nox -s bench_processes`
 (generate with -j1 and -j2, little work and much) and `nox -s bench_load`
-(load rates and client CPU: null target, null HTTP sink, InfluxDB, VictoriaMetrics)
+(load rates and client CPU: null target, null HTTP sink, InfluxDB, VictoriaMetrics),
+`nox -s bench_stream` (stream beside load into the null HTTP sink, and a long run's memory)
 `nox -s bench_queries` (query latency on InfluxDB next to the server's own time) and
 `nox -s bench_validation` (latencies with and without checking the answers)."""
 
@@ -62,6 +63,13 @@ def bench_load(session: nox.Session) -> None:
     """devops 100 hosts: the harness ceiling and local servers, rows/s and CPU seconds."""
     session.install("-e", ".")
     session.run("python", "-m", "tsbench.bench_load", *session.posargs)
+
+
+@nox.session
+def bench_stream(session: nox.Session) -> None:
+    """stream vs load into the null HTTP sink (rows/s, rows per CPU s), then a long open-loop run's PSS."""
+    session.install("-e", ".")
+    session.run("python", "-m", "tsbench.bench_stream", *session.posargs)
 
 
 @nox.session

@@ -1,6 +1,7 @@
 """A fault-injecting HTTP server for the load tests: it speaks the null-http
 sink's API (/ping, /write, /count, /reset) and misbehaves on purpose: answers
-503 or a fatal 400 for a number of writes, resets connections, or stalls; at
+503 or a fatal 400 for a number of writes, resets connections, or stalls; serves writes
+one at a time for a given time each (a queue: latency grows with the writers); at
 GET / it answers 404, or a given JSON document with given headers (a server that
 is not what the client expects). It runs in a thread of the test process, on 127.0.0.1 and a free port."""
 
@@ -22,9 +23,11 @@ class FaultServer:
         self.stall_seconds = 2.0
         self.root: dict | None = None     # a JSON document answered at GET / (None: 404)
         self.root_headers: dict = {}      # and headers sent with it
+        self.service_seconds = 0.0       # each write served alone for this long (a queue: more writers, more wait)
         self.rows = 0
         self.writes = 0
         self.refused = 0
+        self._serial: asyncio.Lock | None = None
         self._loop = asyncio.new_event_loop()
         self._started = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -91,6 +94,10 @@ class FaultServer:
         if fault == "fatal":
             self.refused += 1
             return web.Response(status=400, text='unable to parse "cpu,host=x usage=": missing field value')
+        if self.service_seconds:
+            self._serial = self._serial or asyncio.Lock()
+            async with self._serial:
+                await asyncio.sleep(self.service_seconds)
         self.writes += 1
         self.rows += body.count(b"\n")
         return web.Response(status=204)

@@ -141,6 +141,29 @@ def test_v2_api(server, datafiles):
     assert run(go()) == df.values
 
 
+def test_consistency_and_shard_duration_options(server, datafiles):
+    """inch's -consistency and -shard-duration: the write carries the consistency, the database
+    is made with the shard duration; consistency with api v2 is refused in one line."""
+    df = datafiles["cpu-only"]
+    tables = df.tables()
+
+    async def go():
+        t = await opened(server.url, database="shards", consistency="one", shard_duration="1h")
+        try:
+            await t.create(tables, "drop")
+            await load(t, df.path.read_bytes(), lines=5000, workers=2)
+            rps = await t.influxql('SHOW RETENTION POLICIES ON "shards"')
+            return await t.count(tables), rps[0]["series"][0]["values"][0], t._write_params
+        finally:
+            await t.close()
+    counted, rp, params = run(go())
+    assert counted == df.values and rp[2] == "1h0m0s" and params["consistency"] == "one"
+    with pytest.raises(UserError, match="consistency is a v1 /write setting"):
+        InfluxTarget(server.url, {"consistency": "one", "api": "v2"})
+    with pytest.raises(UserError, match="shard_duration"):
+        InfluxTarget(server.url, {"shard_duration": "soon"})
+
+
 @pytest.mark.parametrize("api", ["v1", "v2"])
 def test_malformed_line_is_fatal_with_server_words(server, api):
     async def go():

@@ -14,7 +14,8 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PKG = ROOT / "tsbench"
-ORCHESTRATION = ("runner.py", "session.py", "cli.py", "experiment.py", "connect.py", "execute.py", "load.py")
+ORCHESTRATION = ("runner.py", "session.py", "cli.py", "experiment.py", "connect.py", "execute.py", "load.py",
+                 "stream/run.py")
 MAX_FUNCTION_LINES = 60
 
 

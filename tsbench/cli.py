@@ -85,8 +85,9 @@ def cli() -> None:
     Phases: generate (data), load (into a database, verified), queries (drawn
     once, for every database), execute (latency per query type) and validate
     (every answer against a reference engine); `run` drives them all from an
-    experiment file. `servers` installs and runs the databases
-    tsbench runs itself."""
+    experiment file. `stream` writes generated points for a duration at a
+    rate (inch's way). `servers` installs and runs the databases tsbench
+    runs itself."""
 
 
 @cli.command()
@@ -288,6 +289,175 @@ def _print_load(s: dict, srv) -> None:
         lines.append("  disk: " + ", ".join(f"{k} {n:,}" for k, n in s["disk"].items()))
     if srv is not None and srv.state is not None:
         lines.append(f"  server left running: {srv.name} pid {srv.state.pid} at {srv.state.url}")
+    click.echo("\n".join(lines), err=True)
+
+
+@cli.command()
+@click.option("--target", "-t", "target_name", required=True,
+              help="Database (list them with: python -m tsbench targets).")
+@click.option("--server", "-s", default="local", show_default=True,
+              help="local (tsbench starts and stops it) or the URL of a running server.")
+@click.option("--option", "-O", "options", multiple=True, metavar="KEY=VALUE", help="Target option, repeatable.")
+@click.option("--server-option", "server_options", multiple=True, metavar="KEY=VALUE",
+              help="Option of a local server, repeatable.")
+@click.option("--port", "ports", multiple=True, metavar="NAME=PORT", help="Fixed port for a local server.")
+@click.option("--use-case", "-u", default="devops", show_default=True,
+              help="devops, cpu-only, cpu-single, iot, synthetic or custom.")
+@click.option("--scale", type=AT_LEAST_1, default=None, help="Entities: hosts (devops), trucks (iot) ... [default: 1]")
+@click.option("--param", "-P", "params", multiple=True, metavar="KEY=VALUE",
+              help="Use-case parameter, repeatable (synthetic tags=10,10,10 fields=1: inch's -t and -f).")
+@click.option("--schema", "schema_file", default=None, help="YAML schema file of the custom use case.")
+@click.option("--seed", type=SEED, default=1, show_default=True, help="Same seed, same bytes.")
+@click.option("--start", default="2016-01-01T00:00:00Z", show_default=True,
+              help="First timestamp (RFC 3339), or now (the current time, to the interval).")
+@click.option("--interval", default=None, help="Time between a series' points, e.g. 10s, 1s. [default: 10s]")
+@click.option("--writers", "-w", type=AT_LEAST_1, default=4, show_default=True,
+              help="Concurrent writers, each owning a share of the entities.")
+@click.option("--batch-size", "-b", type=AT_LEAST_1, default=10_000, show_default=True, help="Points (rows) per batch.")
+@click.option("--rate", type=POSITIVE, default=None,
+              help="Points (rows) per second of all writers together, open loop: batches go on a schedule and "
+                   "latency counts from it. [default: as fast as answered]")
+@click.option("--delay", type=_Finite(min=0), default=0.0, show_default=True,
+              help="Seconds a writer waits after each answer (closed loop).")
+@click.option("--target-latency", type=POSITIVE, default=None,
+              help="Seconds: the closed loop's delay adapts (AIMD) to keep write latency about here.")
+@click.option("--duration", type=POSITIVE, default=None, help="Seconds to stream.")
+@click.option("--points-per-series", type=AT_LEAST_1, default=None, help="Points per series, then stop.")
+@click.option("--max-errors", type=AT_LEAST_0, default=0, show_default=True,
+              help="Refused batches tolerated (dropped and counted); one more stops the run.")
+@click.option("--if-exists", type=click.Choice(["abort", "reuse", "drop"]), default="abort", show_default=True,
+              help="When the database already holds data.")
+@click.option("--give-up-after", type=POSITIVE, default=300.0, show_default=True,
+              help="Seconds of push-back on one batch before it counts as refused.")
+@click.option("--stall-timeout", type=POSITIVE, default=120.0, show_default=True,
+              help="Seconds with no batch answered before the run fails.")
+@click.option("--json", "json_out", default=None, callback=_writable, help="Write the summary here.")
+@click.option("--seconds", "seconds_out", default=None, callback=_writable,
+              help="Write the per-second table (one row per second and writer, latency histograms "
+                   "included) here as parquet.")
+@click.option("--queries", "queries_file", default=None,
+              help="A queries file (tsbench queries generate) to run while writing, each query moved onto the "
+                   "freshest data.")
+@click.option("--query-rate", type=POSITIVE, default=1.0, show_default=True, help="Queries per second, open loop.")
+@click.option("--query-workers", type=AT_LEAST_1, default=2, show_default=True, help="Queries in flight at most.")
+@click.option("--query-window", type=POSITIVE, default=300.0, show_default=True,
+              help="Seconds: a moved query covers at most this freshest window.")
+@click.option("--report-url", default=None,
+              help="Push the per-second figures here as line protocol while the run goes, e.g. "
+                   "http://127.0.0.1:8086/write?db=stats (InfluxDB 1.x).")
+@click.option("--keep-server", is_flag=True, help="Leave the local server running.")
+@click.option("--no-verify", is_flag=True, help="Skip the count check at the end.")
+@click.option("--quiet", "-q", is_flag=True, help="No per-second lines and no summary.")
+def stream(target_name, server, options, server_options, ports, use_case, scale, params, schema_file, seed, start,
+           interval, writers, batch_size, rate, delay, target_latency, duration, points_per_series, max_errors, if_exists,
+           give_up_after, stall_timeout, json_out, seconds_out, queries_file, query_rate, query_workers, query_window,
+           report_url, keep_server, no_verify, quiet) -> None:
+    """Write generated points for a duration or a number of points per series, at a rate
+    or as fast as answered (inch's way), with per-second figures; verify the count.
+
+    \b
+    Examples:
+      python -m tsbench stream -t influx -u synthetic -P tags=10,10,10 -w 8 --duration 60
+      python -m tsbench stream -t victoriametrics --scale 100 --rate 50000 --duration 600 --start now
+    """
+    import asyncio
+
+    from . import databases, session
+    from .dataset import resolve
+    from .stream.run import StreamError, StreamOptions
+
+    cls = databases.target_class(target_name)
+    opts = StreamOptions(writers=writers, batch_size=batch_size, rate=rate, delay=delay,
+                         target_latency=target_latency, duration=duration,
+                         points_per_series=points_per_series, max_errors=max_errors, if_exists=if_exists,
+                         verify=not no_verify, give_up_after=give_up_after, stall_seconds=stall_timeout,
+                         progress=not quiet, report_url=report_url, query_rate=query_rate,
+                         query_workers=query_workers, query_window=query_window)
+    if queries_file:
+        from .queries import read_queries
+
+        opts.queries = read_queries(queries_file)[1]
+    opts.check()
+    topts = _params(options, "--option")
+    cls.parse_options(secrets.resolve_env(topts, f"target {cls.name}"))
+    ds = resolve(_stream_spec(use_case, scale, params, schema_file, seed, start, interval, points_per_series))
+    reach = session.Reach(target_name, server, topts, _params(server_options, "--server-option"), _ports(ports),
+                          keep_server)
+
+    async def go():
+        async with session.open_target(reach, announce=not quiet) as c:
+            try:
+                res = await session.stream(c, ds, opts)
+            except StreamError as exc:
+                if json_out and getattr(exc, "result", None):
+                    _write_json(json_out, exc.result.summary())
+                raise
+            return res.summary() | {"server_version": await session.server_version(c)}, res
+
+    summary, res = asyncio.run(go())
+    if json_out:
+        _write_json(json_out, summary)
+    if seconds_out:
+        _write_seconds(seconds_out, res.table, res.query_table)
+    if not quiet:
+        _print_stream(summary, opts)
+
+
+def _stream_spec(use_case, scale, params, schema_file, seed, start, interval, points_per_series):
+    """The dataset a stream draws from: its time range starts at --start (now: the current
+    time); its end only bounds resolve(): the writers stop on their own terms."""
+    import time as _time
+
+    from .dataset import DatasetSpec
+    from .timeutil import format_time, parse_duration
+
+    if start == "now":
+        step = parse_duration(interval, "--interval") if interval else 10 * 10**9
+        start = format_time(_time.time_ns() // step * step)
+    return DatasetSpec(use_case=use_case, scale=scale, start=start, interval=interval, seed=seed,
+                       params=_params(params), schema_file=schema_file)
+
+
+def _write_seconds(path: str, writes: list[dict], queries: list[dict]) -> None:
+    """One table: a row per second and writer (op write), and per second and query type (op query)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"op": "write", **r} for r in writes] + [{"op": "query", **r} for r in queries]
+    names = list(dict.fromkeys(k for r in rows for k in r))          # every column, each row's missing ones null
+    rows = [{k: r.get(k) for k in names} for r in rows]
+    try:
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    except OSError as exc:
+        raise UserError(f"--seconds: cannot write {path!r}: {exc.strerror or exc}") from None
+
+
+def _print_stream(s: dict, opts) -> None:
+    lat = s["latency_ms"]
+    mode = f"open loop at {opts.rate:,.0f} rows/s" if opts.rate else (
+        f"closed loop, delay adapted to a {opts.target_latency:g} s latency" if opts.target_latency else
+        f"closed loop, {opts.delay:g} s delay" if opts.delay else "closed loop")
+    lines = [f"streamed {s['rows']:,} rows, {s['values']:,} values into {s['target']} "
+             f"({s['server_version'] or 'in-process'}) in {s['seconds']:.2f} s: {s['rows_per_s'] or 0:,.0f} rows/s; "
+             f"{s['writers']} writers x {opts.batch_size:,} rows, {mode}"]
+    if lat:
+        lines.append("  write latency ms" + (" (from the schedule)" if opts.rate else "") + ": " +
+                     ", ".join(f"{k} {v:,.2f}" for k, v in lat.items()))
+    lines.append(f"  errors {s['errors']}, backoffs {s['backoffs']}; client CPU {s['client_cpu_seconds']:.2f} s"
+                 + (f", server CPU {s['server_cpu_seconds']:.2f} s" if s["server_cpu_seconds"] is not None else ""))
+    v = s["verify"]
+    if v["ok"] is not None:
+        lines.append(f"  verified: {v['counted']:,} {v['unit']} (expected {v['expected']:,})")
+    elif v["note"]:
+        lines.append(f"  verify: {v['note']}")
+    q = s["queries"]
+    if q:
+        lat = ", ".join(f"{k} {v:,.2f}" for k, v in q["latency_ms"].items())
+        lines.append(f"  queries while writing: {q['count']:,} of {len(q['types'])} types, {q['errors']} refused; "
+                     f"latency ms (from the schedule): {lat or '-'}"
+                     + (f"; not run: {', '.join(q['unsupported'])}" if q["unsupported"] else ""))
+    if s["report_note"]:
+        lines.append(f"  {s['report_note']}")
     click.echo("\n".join(lines), err=True)
 
 

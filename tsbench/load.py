@@ -112,28 +112,39 @@ class LoadResult:
 
 # ---- one process: workers over a batch iterator ---------------------------------------------
 
+async def write_with_backoff(target: Target, b, opts, rng: random.Random, backed_off) -> None:
+    """target.write(b), again after a jittered exponential backoff (opts.backoff_base doubled
+    per push-back, at most opts.backoff_cap) while the server pushes back (Retryable), for at
+    most opts.give_up_after seconds; backed_off(pause) hears of each pause. Load and stream
+    share it."""
+    attempt, first = 0, None
+    while True:
+        try:
+            await target.write(b)
+            return
+        except Retryable as exc:
+            now = time.monotonic()
+            first = first or now
+            if now - first > opts.give_up_after:
+                raise LoadError(f"gave up after {now - first:.0f} s of push-back on one batch: {exc}") from None
+            pause = rng.uniform(0, min(opts.backoff_cap, opts.backoff_base * (2 ** attempt)))
+            attempt += 1
+            backed_off(pause)
+            await asyncio.sleep(pause)
+
+
 async def _pump(target: Target, batches, opts: LoadOptions, counters, slot: int) -> None:
     """Keep opts.workers batches in flight until the iterator is exhausted."""
     base = slot * N_COUNTERS
     queue: asyncio.Queue = asyncio.Queue(maxsize=opts.workers)
     rng = random.Random(slot)
 
+    def backed_off(pause: float) -> None:
+        counters[base + 4] += 1
+        counters[base + 5] += int(pause * 1e6)
+
     async def send(b) -> None:
-        attempt, first = 0, None
-        while True:
-            try:
-                await target.write(b)
-                break
-            except Retryable as exc:
-                now = time.monotonic()
-                first = first or now
-                if now - first > opts.give_up_after:
-                    raise LoadError(f"gave up after {now - first:.0f} s of push-back on one batch: {exc}") from None
-                pause = rng.uniform(0, min(opts.backoff_cap, opts.backoff_base * (2 ** attempt)))
-                attempt += 1
-                counters[base + 4] += 1
-                counters[base + 5] += int(pause * 1e6)
-                await asyncio.sleep(pause)
+        await write_with_backoff(target, b, opts, rng, backed_off)
         counters[base + 0] += b.rows
         counters[base + 1] += b.values
         counters[base + 2] += b.nbytes

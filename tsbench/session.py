@@ -67,6 +67,15 @@ async def load(conn: Connection, df: DataFile, opts: LoadOptions) -> LoadResult:
         return await load_phase(conn.target, df, opts, conn.datadir, pids)
 
 
+async def stream(conn: Connection, ds: Dataset, opts):
+    """Stream (generated on the fly) into an open target: create, timed writers, verify."""
+    from .stream.run import stream as stream_phase
+
+    pids = conn.server.pids() if conn.server else None
+    async with watchdog(f"stream into {conn.target.name}", conn.server):
+        return await stream_phase(conn.target, ds, opts, pids)
+
+
 def select_types(ds: Dataset, types: list[str], families: list[str]) -> list[str]:
     """The query types to draw: those named, else every type of the families that fits the dataset."""
     if types:

@@ -1,7 +1,9 @@
 """InfluxDB 1.x as a target (phases 2 and 4): line protocol batches in ns
 precision through the v1 /write endpoint (the shared HttpClient) or the v2
 /api/v2/write endpoint that 1.8 also serves (the influxdb-client package);
-statements through POST /query. count() is in field values.
+statements through POST /query. count() is in field values. Options consistency
+(v1 /write's write consistency, meant for a cluster) and shard_duration (the
+database is created WITH SHARD DURATION it) are inch's -consistency and -shard-duration.
 
 Queries: rendered by the dialect of option query_language (influxql.py, the
 default: POST /query, epoch=ns, JSON; or flux.py: POST /api/v2/query,
@@ -20,7 +22,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from ...errors import Fatal, Retryable, UserError
 from ...model import Batch, Tables
@@ -51,6 +53,14 @@ class InfluxOptions(BaseModel):
     username: str | None = None
     password: SecretStr | None = None   # better: leave unset and export INFLUX_PASSWORD
     query_language: Literal["influxql", "flux"] = "influxql"   # flux: the server needs flux: true
+    consistency: Literal["any", "one", "quorum", "all"] | None = None   # v1 /write's write consistency (a cluster's)
+    shard_duration: str | None = Field(None, pattern=r"^[1-9][0-9]*(ns|u|µ|ms|s|m|h|d|w)$")   # the database's, e.g. 1h
+
+    @model_validator(mode="after")
+    def _v1_only(self):
+        if self.consistency is not None and self.api != "v1":
+            raise ValueError("consistency is a v1 /write setting (api=v1)")
+        return self
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,8 @@ class InfluxTarget(Target):
         o = self.options
         self.db = o.database
         self.what = f"influx at {self.url}"
+        self._write_params = {"db": self.db, "precision": "ns",
+                              **({"consistency": o.consistency} if o.consistency else {})}
         self.headers: dict[str, str] = {}
         self._password: str | None = None
         if o.username:
@@ -156,13 +168,14 @@ class InfluxTarget(Target):
                 res = await self.influxql(f"SHOW MEASUREMENTS ON {db} LIMIT 1")
                 if res[0].get("series"):
                     raise exists_error("influx", f"database {self.db!r} at {self.url}")
-        await self.influxql(f"CREATE DATABASE {db}")
+        shards = f" WITH SHARD DURATION {self.options.shard_duration}" if self.options.shard_duration else ""
+        await self.influxql(f"CREATE DATABASE {db}{shards}")
 
     # ---- load ---------------------------------------------------------------------------
     async def write(self, batch: Batch) -> None:
         if self._v2 is not None:
             return await self._write_v2(batch)
-        await self.http.post("/write", batch.data, params={"db": self.db, "precision": "ns"},
+        await self.http.post("/write", batch.data, params=self._write_params,
                              headers={"Content-Type": "text/plain; charset=utf-8", **self.headers})
 
     async def _write_v2(self, batch: Batch) -> None:

@@ -1,0 +1,129 @@
+"""Stream: queries while writing (--queries). The query specs of a queries file are moved
+onto the freshest data: a spec with a time range gets the window that ends at the
+writers' frontier (the oldest of the epochs they generate next, to the minute), as long
+as the spec's own window but at most --query-window, a whole number of its buckets. They
+run in turn, open loop at --query-rate from --query-workers workers (a query's latency
+counts from its due time), rendered before the timer. Answers are not checked: the data
+moves under them; the point is their latency under load, per type and second. A refused
+query is counted per type and does not stop the run."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ..errors import Fatal, Retryable, Unsupported
+from ..queries.base import QuerySpec
+from .stats import histogram, LOWEST_US, HIGHEST_US
+
+MINUTE_NS = 60 * 10**9
+
+
+def fresh(spec: QuerySpec, frontier_ns: int, floor_ns: int, window_ns: int) -> QuerySpec:
+    """The spec moved onto [end - window, end), end = the frontier to the minute."""
+    p = spec.params
+    if "start" not in p or "end" not in p:
+        return spec
+    step = int(p.get("bucket") or MINUTE_NS)
+    span = min(int(p["end"]) - int(p["start"]), window_ns)
+    span = max(step, span // step * step)
+    end = max(frontier_ns // MINUTE_NS * MINUTE_NS, floor_ns + span)
+    return QuerySpec(spec.id, spec.type, {**p, "start": end - span, "end": end})
+
+
+class QueryStats:
+    """Per second and query type: latency histogram, count, refusals."""
+
+    def __init__(self):
+        self.now: dict[str, list] = {}        # type -> [histogram, count, errors]
+        self.table: list[dict] = []
+        self.total = histogram()
+
+    def _cell(self, qtype: str) -> list:
+        if qtype not in self.now:
+            self.now[qtype] = [histogram(), 0, 0]
+        return self.now[qtype]
+
+    def answered(self, qtype: str, seconds: float) -> None:
+        c = self._cell(qtype)
+        c[0].record_value(max(LOWEST_US, min(HIGHEST_US, round(seconds * 1e6))))
+        c[1] += 1
+
+    def error(self, qtype: str) -> None:
+        self._cell(qtype)[2] += 1
+
+    def roll(self, second: int) -> None:
+        for qtype, (h, n, errors) in self.now.items():
+            if not (n or errors):
+                continue
+            self.table.append({"second": second, "type": qtype, "queries": n, "errors": errors,
+                               "p50_ms": h.get_value_at_percentile(50) / 1e3 if n else None,
+                               "p99_ms": h.get_value_at_percentile(99) / 1e3 if n else None,
+                               "max_ms": h.get_max_value() / 1e3 if n else None,
+                               "latency_hdr": h.encode().decode() if n else ""})
+            self.total.add(h)
+            h.reset()
+            self.now[qtype] = [h, 0, 0]
+
+
+class Queries:
+    """The query workers of one stream run."""
+
+    def __init__(self, target, specs: list[QuerySpec], rate: float, workers: int, window_s: float, floor_ns: int,
+                 frontier, t0: float):
+        self.target, self.specs, self.rate, self.workers = target, specs, rate, workers
+        self.window_ns, self.floor_ns, self.frontier, self.t0 = int(window_s * 1e9), floor_ns, frontier, t0
+        self.stats = QueryStats()
+        self.unsupported: dict[str, str] = {}
+        self.first_error = ""
+        self._next = 0                        # the next query's number: its due time and spec
+
+    def runnable(self) -> bool:
+        """Keep the specs the target renders (the others' types recorded with the reason)."""
+        keep = []
+        for s in self.specs:
+            try:
+                self.target.render(s)
+                keep.append(s)
+            except Unsupported as exc:
+                self.unsupported.setdefault(s.type, str(exc))
+        self.specs = keep
+        return bool(keep)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        if not self.runnable():
+            return
+        await self.target.prepare(self.workers)
+        async with asyncio.TaskGroup() as tg:
+            for _ in range(self.workers):
+                tg.create_task(self._worker(stop))
+
+    async def _worker(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            k = self._next
+            self._next += 1
+            spec = self.specs[k % len(self.specs)]
+            due = self.t0 + k / self.rate
+            wait = due - time.perf_counter()
+            if wait > 0:
+                try:
+                    await asyncio.wait_for(stop.wait(), wait)
+                    return
+                except TimeoutError:
+                    pass
+            await self._one(spec, due)
+
+    async def _one(self, spec: QuerySpec, due: float) -> None:
+        try:
+            native = self.target.render(fresh(spec, self.frontier(), self.floor_ns, self.window_ns))
+        except Unsupported as exc:          # a moved window it cannot say: counted as refused
+            self.stats.error(spec.type)
+            self.first_error = self.first_error or str(exc)
+            return
+        try:
+            await self.target.query(native)
+        except (Fatal, Retryable) as exc:
+            self.stats.error(spec.type)
+            self.first_error = self.first_error or str(exc)
+            return
+        self.stats.answered(spec.type, time.perf_counter() - due)

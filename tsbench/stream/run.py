@@ -1,0 +1,328 @@
+"""Stream: the writers, the per-second ticker and the end (phase 2's other way in). Each
+writer owns a share of the entities and a BatchSource; it sends a batch when its Pacer
+says, through the load's backoff rule (write_with_backoff: Retryable push-back is retried
+after a jittered exponential pause, for at most give_up_after seconds). A refusal (Fatal,
+or push-back past that bound) is an error: the batch is dropped and counted, and the run
+stops once the errors exceed max_errors. The run ends after `duration` seconds, or when
+every writer has sent its `points_per_series` epochs; then the count is verified against
+the points answered (not when a refused batch may sit in the database in part)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+
+from ..batches import csv_layout
+from ..datafile import tables_of
+from ..dataset import Dataset
+from ..databases.target import Target
+from ..errors import Fatal, UserError
+from ..load import LoadError, _count_settled, _cpu_of, _cpu_self, _first_error, write_with_backoff
+from ..model import Tables
+from ..watch import Stalled, bounded, watchdog
+from .mixed import Queries
+from .pace import Pacer
+from .report import LineReport, check_url
+from .source import BatchSource
+from .stats import Stats
+
+MAX_TIME_NS = 2 ** 62                    # a run without points_per_series ends by its duration, well before
+
+
+class StreamError(UserError):
+    """A stream that stopped on errors or failed its count; the figures so far in .result."""
+
+
+@dataclass
+class StreamOptions:
+    writers: int = 8
+    batch_size: int = 10_000
+    rate: float | None = None            # points (rows)/s of all writers together: open loop
+    delay: float = 0.0                   # seconds after each answer before a writer's next batch (closed loop)
+    duration: float | None = None        # seconds
+    points_per_series: int | None = None  # epochs per series
+    max_errors: int = 0                  # refused batches tolerated; one more stops the run
+    if_exists: str = "abort"
+    verify: bool = True
+    backoff_base: float = 0.05
+    backoff_cap: float = 5.0
+    give_up_after: float = 300.0
+    stall_seconds: float = 120.0
+    progress: bool = True
+    report_url: str | None = None        # the per-second figures pushed here as line protocol
+    target_latency: float | None = None  # seconds: the closed loop's delay adapts to keep latency about here
+    queries: list | None = None          # QuerySpecs run while writing (mixed.py)
+    query_rate: float = 1.0              # queries/s, open loop
+    query_workers: int = 2
+    query_window: float = 300.0          # seconds: the freshest window a moved query covers at most
+
+    def check(self) -> None:
+        if self.duration is None and self.points_per_series is None:
+            raise UserError("stream: give --duration SECONDS or --points-per-series N (or both: the first reached)")
+        if self.rate is not None and (self.delay or self.target_latency):
+            raise UserError("stream: --rate (open loop) and --delay or --target-latency (closed loop) "
+                            "do not go together")
+        if self.target_latency is not None and not self.target_latency > 0:
+            raise UserError(f"--target-latency: must be positive, got {self.target_latency:g}")
+        for name, v in (("--writers", self.writers), ("--batch-size", self.batch_size)):
+            if v < 1:
+                raise UserError(f"{name}: must be at least 1, got {v}")
+        for name, v in (("--rate", self.rate), ("--duration", self.duration)):
+            if v is not None and not v > 0:
+                raise UserError(f"{name}: must be positive, got {v:g}")
+        if self.delay < 0 or self.max_errors < 0:
+            raise UserError("--delay and --max-errors: must not be negative")
+        if self.report_url is not None:
+            check_url(self.report_url)
+        if self.queries is not None and not (self.query_rate > 0 and self.query_window > 0 and self.query_workers >= 1):
+            raise UserError("--query-rate and --query-window: must be positive; --query-workers: at least 1")
+
+
+@dataclass
+class StreamResult:
+    target: str
+    url: str | None
+    writers: int = 0
+    seconds: float = 0.0
+    rows: int = 0
+    values: int = 0
+    bytes: int = 0
+    batches: int = 0
+    errors: int = 0
+    backoffs: int = 0
+    first_error: str = ""
+    client_cpu_seconds: float = 0.0
+    server_cpu_seconds: float | None = None
+    latency_ms: dict = field(default_factory=dict)   # p50, p90, p99, p999, max of every answered batch
+    count_unit: str = "rows"
+    expected: int = 0
+    counted: int | None = None
+    verified: bool | None = None
+    verify_note: str = ""
+    report_note: str = ""                            # pushes to --report-url that failed, if any
+    table: list = field(default_factory=list)        # per second and writer (stats.py)
+    query_table: list = field(default_factory=list)  # per second and query type (mixed.py)
+    queries: dict = field(default_factory=dict)      # queries run while writing: count, errors, latency, unsupported
+    status: str = "ok"
+    reason: str = ""
+
+    def summary(self) -> dict:
+        s = self.seconds or float("nan")
+        return {"target": self.target, "url": self.url, "status": self.status, "reason": self.reason,
+                "writers": self.writers, "seconds": round(self.seconds, 3), "rows": self.rows, "values": self.values,
+                "bytes": self.bytes, "batches": self.batches,
+                "rows_per_s": round(self.rows / s, 1) if self.seconds else None,
+                "values_per_s": round(self.values / s, 1) if self.seconds else None,
+                "errors": self.errors, "backoffs": self.backoffs, "first_error": self.first_error,
+                "client_cpu_seconds": round(self.client_cpu_seconds, 3),
+                "server_cpu_seconds": None if self.server_cpu_seconds is None else round(self.server_cpu_seconds, 3),
+                "latency_ms": self.latency_ms,
+                "verify": {"unit": self.count_unit, "expected": self.expected, "counted": self.counted,
+                           "ok": self.verified, "note": self.verify_note}, "report_note": self.report_note,
+                "queries": self.queries}
+
+
+def _epochs(ds: Dataset, opts: StreamOptions) -> int:
+    if opts.points_per_series is not None:
+        return opts.points_per_series
+    return (MAX_TIME_NS - ds.start_ns) // ds.interval_ns
+
+
+async def stream(target: Target, ds: Dataset, opts: StreamOptions, server_pids: list[int] | None = None) -> StreamResult:
+    """Create the tables, stream, verify. Raises StreamError (the figures in exc.result)."""
+    opts.check()
+    cls = type(target)
+    fmt = cls.format
+    writers = min(opts.writers, ds.entities)          # a writer owns at least one entity
+    shares = [ds.group_range(w, writers) for w in range(writers)]
+    tables = tables_of(ds, 0, 0)
+    layout = csv_layout(tables) if fmt == "csv" else None
+    epochs = _epochs(ds, opts)
+    sources = [BatchSource(ds, fmt, lo, hi, epochs, opts.batch_size, layout) for lo, hi in shares]
+    stats = Stats(writers, [(hi - lo) * len(ds.schema.series) for lo, hi in shares])
+    res = StreamResult(cls.name, target.url, writers, count_unit=cls.count_unit)
+    await bounded(f"create in {cls.name}", opts.stall_seconds, target.create(tables, opts.if_exists))
+    try:
+        await _timed(target, ds, sources, stats, opts, res, server_pids)
+        if res.errors == 0 and opts.verify:
+            await _verify(target, ds, tables, sources, opts, res)
+        elif opts.verify:
+            res.verify_note = f"not checked: {res.errors} refused batches may be in the database in part"
+    except StreamError as exc:
+        res.status, res.reason = "failed", str(exc)
+        exc.result = res
+        raise
+    return res
+
+
+class _Writers:
+    """The writers of one run and what they share: the stop, the stats, the first failure."""
+
+    def __init__(self, target, sources, stats: Stats, opts: StreamOptions, res: StreamResult, t0: float):
+        self.target, self.sources, self.stats, self.opts, self.res, self.t0 = target, sources, stats, opts, res, t0
+        self.stop = asyncio.Event()
+        self.failure: list[str] = []
+
+    async def all(self) -> None:
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for w in range(len(self.sources)):
+                    tg.create_task(self.one(w))
+        finally:
+            self.stop.set()                               # the duration's timer ends with them
+
+    async def one(self, w: int) -> None:
+        opts, stats, src, rng = self.opts, self.stats, self.sources[w], random.Random(w)
+        pacer = Pacer(self.t0, opts.rate, len(self.sources), w, opts.batch_size, opts.delay, opts.target_latency)
+        while not self.stop.is_set():
+            b = src.next()
+            if b is None:
+                return
+            now = time.perf_counter()
+            due = pacer.due(now)
+            if due > now and await _stopped_within(self.stop, due - now):
+                return
+            start = due if opts.rate else time.perf_counter()
+            try:
+                await write_with_backoff(self.target, b, opts, rng, lambda _pause: stats.backoff(w))
+            except (Fatal, LoadError) as exc:
+                self.refused(w, exc)
+                pacer.sent(b.rows, time.perf_counter())
+                continue
+            done = time.perf_counter()
+            stats.answered(w, done - start, b.rows, b.values, b.nbytes)
+            pacer.sent(b.rows, done, done - start)
+            if not opts.rate:
+                stats.delay(w, pacer.delay)
+
+    def refused(self, w: int, exc: BaseException) -> None:
+        """A refused batch: dropped and counted; past max_errors the run stops."""
+        self.stats.error(w)
+        self.res.first_error = self.res.first_error or str(exc)
+        if self.stats.errors > self.opts.max_errors and not self.failure:
+            self.failure.append(f"stopped after {self.stats.errors} refused batches (--max-errors "
+                                f"{self.opts.max_errors}); the first: {self.res.first_error}")
+            self.stop.set()
+
+
+async def _timed(target, ds: Dataset, sources, stats: Stats, opts: StreamOptions, res: StreamResult,
+                 server_pids) -> None:
+    t0 = time.perf_counter()
+    cpu0, scpu0 = _cpu_self(), _cpu_of(server_pids)
+    run = _Writers(target, sources, stats, opts, res, t0)
+    mixed = _mixed(target, ds, sources, opts, t0)
+    if mixed is not None:
+        stats.also_roll = mixed.stats.roll
+    report = LineReport(opts.report_url, res.target) if opts.report_url else None
+    if report is not None:
+        await report.open()
+    ticker = asyncio.create_task(_tick(stats, t0, opts.progress, res.target, report))
+    try:
+        async with watchdog(f"stream into {res.target}", progress=lambda: stats.answers,
+                            stall_seconds=opts.stall_seconds):
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(run.all())
+                if mixed is not None:
+                    tg.create_task(mixed.run(run.stop))
+                if opts.duration is not None:
+                    tg.create_task(_stop_after(run.stop, opts.duration))
+    except BaseException as exc:
+        e = _first_error(exc)
+        if isinstance(e, (Stalled, StreamError)) or e is exc:
+            raise
+        raise e from None
+    finally:
+        ticker.cancel()
+        res.seconds = time.perf_counter() - t0
+        res.client_cpu_seconds = _cpu_self() - cpu0
+        if scpu0 is not None:
+            res.server_cpu_seconds = _cpu_of(server_pids) - scpu0
+        last = stats.roll(stats.next_second)              # the last, partial second
+        _totals(stats, res)
+        if mixed is not None:
+            _query_totals(mixed, res)
+        if report is not None:
+            report.push(last)
+            res.report_note = await report.close() or ""
+    if run.failure:
+        raise StreamError(f"stream into {res.target}: {run.failure[0]}")
+
+
+def _mixed(target, ds: Dataset, sources, opts: StreamOptions, t0: float) -> Queries | None:
+    if not opts.queries:
+        return None
+
+    def frontier() -> int:
+        return ds.start_ns + min(s.epoch for s in sources) * ds.interval_ns
+    return Queries(target, list(opts.queries), opts.query_rate, opts.query_workers, opts.query_window,
+                   ds.start_ns, frontier, t0)
+
+
+def _query_totals(mixed: Queries, res: StreamResult) -> None:
+    t = mixed.stats.table
+    h = mixed.stats.total
+    res.query_table = t
+    res.queries = {"count": sum(r["queries"] for r in t), "errors": sum(r["errors"] for r in t),
+                   "first_error": mixed.first_error, "unsupported": mixed.unsupported,
+                   "latency_ms": {"p50": h.get_value_at_percentile(50) / 1e3, "p99": h.get_value_at_percentile(99) / 1e3,
+                                  "max": h.get_max_value() / 1e3} if h.get_total_count() else {},
+                   "types": sorted({r["type"] for r in t})}
+
+
+async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
+    try:
+        await asyncio.wait_for(stop.wait(), seconds)
+        return True
+    except TimeoutError:
+        return False
+
+
+async def _stop_after(stop: asyncio.Event, seconds: float) -> None:
+    await _stopped_within(stop, seconds)
+    stop.set()
+
+
+async def _tick(stats: Stats, t0: float, show: bool, what: str, report: LineReport | None) -> None:
+    """Every second: close the second's rows; push them to --report-url; a line of figures on stderr."""
+    while True:
+        await asyncio.sleep(max(0.0, t0 + stats.next_second + 1 - time.perf_counter()))
+        rows = stats.roll(stats.next_second)
+        if report is not None:
+            report.push(rows)
+        if show:
+            n = sum(r["rows"] for r in rows)
+            p99 = max((r["p99_ms"] for r in rows if r["p99_ms"] is not None), default=None)
+            print(f"stream {what} {stats.next_second:>4} s: {n:>10,} rows/s  p99 (slowest writer) "
+                  f"{'-' if p99 is None else f'{p99:,.1f} ms'}  errors {stats.errors}  backoffs {stats.backoffs}  "
+                  f"series {sum(r['series'] for r in rows):,}", file=sys.stderr, flush=True)
+
+
+def _totals(stats: Stats, res: StreamResult) -> None:
+    t = stats.table
+    res.rows, res.values = sum(r["rows"] for r in t), sum(r["values"] for r in t)
+    res.bytes, res.batches = sum(r["bytes"] for r in t), sum(r["batches"] for r in t)
+    res.errors, res.backoffs = stats.errors, stats.backoffs
+    h = stats.total
+    if h.get_total_count():
+        res.latency_ms = {f"p{k}": h.get_value_at_percentile(v) / 1e3
+                          for k, v in (("50", 50), ("90", 90), ("99", 99), ("999", 99.9))}
+        res.latency_ms["max"] = h.get_max_value() / 1e3
+    res.table = t
+
+
+async def _verify(target, ds: Dataset, tables: Tables, sources, opts: StreamOptions, res: StreamResult) -> None:
+    """The count over the epochs written, against the points answered."""
+    reached = max(s.epoch for s in sources) + 1 + ds.schema.faults.max_lateness
+    end = min(ds.start_ns + reached * ds.interval_ns, MAX_TIME_NS)
+    written = Tables(tables.tables, ds.start_ns, end, res.rows, res.values)
+    res.expected = res.rows if res.count_unit == "rows" else res.values
+    await bounded(f"flush of {res.target}", opts.stall_seconds, target.flush())
+    res.counted = await bounded(f"count in {res.target}", opts.stall_seconds + type(target).settle_seconds,
+                                _count_settled(target, written, res.expected))
+    res.verified = res.counted == res.expected
+    if not res.verified:
+        raise StreamError(f"verify failed: {res.target} holds {res.counted:,} {res.count_unit}, "
+                          f"the writers had {res.expected:,} answered")
