@@ -380,7 +380,7 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
     opts.check()
     topts = _params(options, "--option")
     cls.parse_options(secrets.resolve_env(topts, f"target {cls.name}"))
-    ds = resolve(_stream_spec(use_case, scale, params, schema_file, seed, start, interval, points_per_series))
+    ds = resolve(_stream_spec(use_case, scale, params, schema_file, seed, start, interval))
     reach = session.Reach(target_name, server, topts, _params(server_options, "--server-option"), _ports(ports),
                           keep_server)
 
@@ -403,7 +403,7 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
         _print_stream(summary, opts)
 
 
-def _stream_spec(use_case, scale, params, schema_file, seed, start, interval, points_per_series):
+def _stream_spec(use_case, scale, params, schema_file, seed, start, interval):
     """The dataset a stream draws from: its time range starts at --start (now: the current
     time); its end only bounds resolve(): the writers stop on their own terms."""
     import time as _time
