@@ -3,7 +3,9 @@ sink's API (/ping, /write, /count, /reset) and misbehaves on purpose: answers
 503 or a fatal 400 for a number of writes, resets connections, or stalls; serves writes
 one at a time for a given time each (a queue: latency grows with the writers); at
 GET / it answers 404, or a given JSON document with given headers (a server that
-is not what the client expects). It runs in a thread of the test process, on 127.0.0.1 and a free port."""
+is not what the client expects); with visible_after set, /count of a time window counts
+the lines stamped in it whose write was answered that long ago (a database whose writes
+become visible late). It runs in a thread of the test process, on 127.0.0.1 and a free port."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import concurrent.futures
 import json
 import logging
 import threading
+import time
 
 from aiohttp import web
 
@@ -24,6 +27,8 @@ class FaultServer:
         self.root: dict | None = None     # a JSON document answered at GET / (None: 404)
         self.root_headers: dict = {}      # and headers sent with it
         self.service_seconds = 0.0       # each write served alone for this long (a queue: more writers, more wait)
+        self.visible_after: float | None = None   # seconds; set: /count?start=&end= counts a window, late
+        self.stamped: list[tuple[float, list[int]]] = []   # per answered write: its answer time, its lines' timestamps
         self.rows = 0
         self.writes = 0
         self.refused = 0
@@ -71,10 +76,15 @@ class FaultServer:
 
     async def _reset(self, request):
         self.rows = 0
+        self.stamped = []
         return web.Response(status=204)
 
     async def _count(self, request):
-        return web.Response(text=json.dumps({"rows": self.rows}), content_type="application/json")
+        rows, q = self.rows, request.query
+        if self.visible_after is not None and "start" in q and "end" in q:
+            lo, hi, seen = int(q["start"]), int(q["end"]), time.monotonic() - self.visible_after
+            rows = sum(lo <= ts < hi for at, stamps in self.stamped if at <= seen for ts in stamps)
+        return web.Response(text=json.dumps({"rows": rows}), content_type="application/json")
 
     async def _write(self, request):
         fault = self.faults.pop(0) if self.faults else self.always
@@ -100,4 +110,6 @@ class FaultServer:
                 await asyncio.sleep(self.service_seconds)
         self.writes += 1
         self.rows += body.count(b"\n")
+        if self.visible_after is not None:
+            self.stamped.append((time.monotonic(), [int(ln.rsplit(b" ", 1)[1]) for ln in body.splitlines() if ln]))
         return web.Response(status=204)

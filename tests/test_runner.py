@@ -71,18 +71,18 @@ def test_run_records_every_cell(small_run):
 
 def test_resources_sampled_per_role_and_phase(small_run):
     res = pq.read_table(small_run / "resources.parquet").to_pylist()
-    assert {"cell", "phase", "elapsed_s", "role", "cpu_s", "cpu_percent", "rss_bytes", "read_bytes",
+    assert {"cell", "phase", "elapsed_s", "role", "cpu_s", "cpu_percent", "pss_bytes", "read_bytes",
             "write_bytes", "datadir_bytes"} <= set(res[0])
     pg = [r for r in res if r["cell"] == 1]
     server = [r for r in pg if r["role"] == "server"]
     # postgres is a postmaster and its children; its data dir grows while it loads
-    assert server and max(r["processes"] for r in server) > 1 and all(r["rss_bytes"] > 0 for r in server)
+    assert server and max(r["processes"] for r in server) > 1 and all(r["pss_bytes"] > 0 for r in server)
     assert {"start", "load", "execute"} <= {r["phase"] for r in pg}
     assert server[-1]["datadir_bytes"] > server[0]["datadir_bytes"] > 0
     assert server[-1]["cpu_s"] > server[0]["cpu_s"]
     cells = {c["cell"]: c for c in pq.read_table(small_run / "cells.parquet").to_pylist()}
-    assert cells[1]["server_rss_peak_bytes"] == max(r["rss_bytes"] for r in server)
-    assert cells[0]["server_rss_peak_bytes"] is None and cells[0]["client_rss_peak_bytes"] > 0
+    assert cells[1]["server_pss_peak_bytes"] == max(r["pss_bytes"] for r in server)
+    assert cells[0]["server_pss_peak_bytes"] is None and cells[0]["client_pss_peak_bytes"] > 0
     duck = [r for r in res if r["cell"] == 0]
     # in-process DuckDB: no server role; its data dir is the database file's folder
     assert {r["role"] for r in duck} == {"client"} and duck[-1]["datadir_bytes"] > 0

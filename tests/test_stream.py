@@ -6,11 +6,13 @@ and counted, refused ones counted until --max-errors stops the run with the coun
 server); a mixed run records writes and every query type per second; --target-latency
 brings a queueing server's latency to about the target; the distinct series grow
 through the first epoch; the per-second figures reach a line-protocol endpoint while the
-run goes; bad options are one line."""
+run goes and are served for Prometheus; the freshness probe finds the fault server's visibility delay; bad options
+are one line."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 from faultserver import FaultServer
@@ -18,7 +20,7 @@ from faultserver import FaultServer
 from conftest import run_cli
 from tsbench import session
 from tsbench.connect import connect
-from tsbench.databases.null.load import NullTarget
+from tsbench.databases.null.load import NullHttpTarget, NullTarget
 from tsbench.dataset import DatasetSpec, resolve
 from tsbench.generate import generate
 from tsbench.stream.run import StreamError, StreamOptions, stream
@@ -153,7 +155,10 @@ def test_bad_options_are_one_line():
                         (["-t", "null", "--duration", "1", "--rate", "10", "--delay", "1"], "do not go together"),
                         (["-t", "null", "--duration", "1", "--rate", "10", "--target-latency", "1"], "do not go"),
                         (["-t", "null", "--duration", "0"], "--duration"),
-                        (["-t", "null", "--duration", "1", "--report-url", "ftp://u:secret@h/x"], "--report-url")):
+                        (["-t", "null", "--duration", "1", "--report-url", "ftp://u:secret@h/x"], "--report-url"),
+                        (["-t", "null", "--duration", "1", "--freshness"], "null keeps no data"),
+                        (["-t", "null", "--duration", "1", "--time", "1h"], "--time: give it with --points-per"),
+                        (["-t", "duckdb", "-u", "iot", "--duration", "1", "--freshness"], "missing or late points")):
         p = run_cli("stream", *args, check=False)
         err = p.stderr.decode()
         assert p.returncode == 2 and words in err and err.count("\n") == 1 and "secret" not in err, err
@@ -173,3 +178,168 @@ def test_a_mixed_run_records_writes_and_each_query_type_per_second(tmp_path):
     assert 40 <= q["count"] <= 62 and q["latency_ms"]["p99"] > 0, q                 # ~20/s for 3 s
     assert {r["second"] for r in res.query_table} >= {0, 1, 2}
     assert sum(r["queries"] for r in res.query_table) == q["count"]
+
+
+class LateSink(NullHttpTarget):
+    """Test-only: the fault server as a database that keeps the lines' timestamps and
+    shows them late (settle_seconds: as a real one with late visibility declares)."""
+
+    keeps_data = True
+    settle_seconds = 5.0
+
+
+def test_freshness_measures_the_servers_visibility_delay_within_10_percent():
+    """The fault server lets a write's points be counted 0.5 s after its answer; the probe
+    finds 0.5 s (p50 and p99 within 10%), and nothing unseen, while the writers go on."""
+    ds = resolve(DatasetSpec(use_case="cpu-only", scale=20, seed=4))
+    with FaultServer() as fs:
+        fs.visible_after = 0.5
+
+        async def go():
+            t = LateSink(fs.url)
+            await t.open()
+            try:
+                return await stream(t, ds, StreamOptions(progress=False, writers=2, batch_size=10, rate=400,
+                                                         duration=4, freshness=True, freshness_every=0.5))
+            finally:
+                await t.close()
+        res = asyncio.run(go())
+    f = res.freshness
+    assert f["seen"] >= 4 and f["unseen"] == f["failed"] == 0 and f["note"] == "", f
+    assert 450 <= f["latency_ms"]["p50"] <= 550 and 450 <= f["latency_ms"]["p99"] <= 550, f
+    assert sum(r["queries"] for r in res.freshness_table) == f["seen"] and res.verified
+
+
+def test_the_per_second_figures_are_served_for_prometheus_while_the_run_goes():
+    import socket
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ds = resolve(DatasetSpec(use_case="cpu-only", scale=20, seed=2))
+    scraped = []
+
+    async def scrape():
+        await asyncio.sleep(1.6)
+        async with httpx.AsyncClient() as c:
+            scraped.append((await c.get(f"http://127.0.0.1:{port}/metrics", timeout=5)).text)
+
+    async def go():
+        t = NullTarget()
+        await t.open()
+        try:
+            return (await asyncio.gather(stream(t, ds, StreamOptions(progress=False, writers=2, batch_size=10,
+                                                                     rate=200, duration=2.5, metrics_port=port)),
+                                         scrape()))[0]
+        finally:
+            await t.close()
+    res = asyncio.run(go())
+    text = scraped[0]
+    rows = sum(float(ln.split()[-1]) for ln in text.splitlines() if ln.startswith("tsbench_stream_rows_total{"))
+    first = sum(r["rows"] for r in res.table if r["second"] == 0)
+    assert rows == first > 0, text                     # one second closed when scraped
+    assert 'tsbench_stream_write_latency_seconds{quantile="0.99",target="null",writer="1"}' in text
+    with pytest.raises(httpx.ConnectError):            # gone with the run
+        httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2)
+
+
+STREAM_EXP = """\
+name: streams
+datasets:
+  d: {use_case: devops, seed: 5}
+targets:
+  duck: {target: duckdb}
+phases: [stream]
+queries: {types: [single-groupby-1-1-1, lastpoint], count: 2}
+stream: {writers: 2, batch_size: 90, duration: 2.5, queries: true, query_rate: 10, freshness: true,
+         freshness_every: 0.5}
+matrix:
+  dataset.scale: [2, 4]
+  stream.rate: [720, 1440]
+"""
+
+
+def test_a_stream_experiment_records_each_cells_seconds_and_the_report_plots_them(tmp_path):
+    """phases: [stream] with a matrix over scale and rate: no data file; each cell's
+    per-second rows (writes, queries, freshness) in the stream table; the cells table
+    has the rate, latency, series, freshness and query figures; the report plots the
+    ingest over time, memory against series and query p99 against the write rate."""
+    import pyarrow.parquet as pq
+
+    from tsbench.experiment import load_experiment
+    from tsbench.report import render
+    from tsbench.runner import Runner
+
+    f = tmp_path / "s.yaml"
+    f.write_text(STREAM_EXP)
+    out = Runner(load_experiment(f), tmp_path / "results", quiet=True).run()
+    cells = pq.read_table(out / "cells.parquet").to_pylist()
+    assert [c["status"] for c in cells] == ["ok"] * 4, [c["reason"] for c in cells]
+    for c, (scale, rate) in zip(cells, [(2, 720), (2, 1440), (4, 720), (4, 1440)]):
+        assert c["series"] == scale * 9 and c["verified"] and c["workers"] == 2
+        assert abs(c["rows_per_s"] - rate) / rate < 0.15, c
+        assert c["stream_p99_ms"] > 0 and c["stream_queries"] >= 15 and c["stream_query_errors"] == 0, c
+        assert c["freshness_p50_ms"] is not None and c["freshness_unseen"] == 0, c
+    seconds = pq.read_table(out / "stream.parquet").to_pylist()
+    for cell in range(4):
+        ops = {r["op"] for r in seconds if r["cell"] == cell}
+        assert ops == {"write", "query", "freshness"}, ops
+        assert sum(r["rows"] for r in seconds if r["cell"] == cell and r["op"] == "write") == cells[cell]["stream_rows"]
+    assert not list((tmp_path / "results" / "streams" / "data").iterdir())       # no data file made
+    page = render(out)
+    for title in ("Stream: ingest rate over time", "Stream: memory against cardinality",
+                  "Stream: query latency while writing"):
+        assert title in page
+
+
+@pytest.mark.parametrize("change, words", [
+    ("phases: [load, stream]", "phases: stream goes alone"),
+    ("phases: [stream]\nstream: {rate: 100, delay: 1}", "stream: rate (open loop) and delay"),
+    ("phases: [stream]\nstream: {duration: null}", "stream: give duration (seconds) or points_per_series"),
+    ("phases: [stream]\nmatrix: {stream.writers: [0]}", "matrix.stream.writers: 0:")])
+def test_a_bad_stream_section_is_one_line_naming_the_field(tmp_path, change, words):
+    from tsbench.errors import UserError
+    from tsbench.experiment import load_experiment
+
+    f = tmp_path / "s.yaml"
+    f.write_text("name: s\ndatasets: {d: {scale: 2}}\ntargets: {n: {target: 'null'}}\n" + change + "\n")
+    with pytest.raises(UserError, match=re.escape(words)):
+        load_experiment(f)
+
+
+def test_time_spreads_each_series_points_over_the_span(tmp_path):
+    """--time 1h with 4 points per series: the points are 15 minutes apart (inch's -time)."""
+    import duckdb
+
+    db = tmp_path / "t.duckdb"
+    run_cli("stream", "-t", "duckdb", "-s", f"duckdb:{db}", "-u", "cpu-single", "--scale", "2",
+            "--points-per-series", "4", "--time", "1h", "-q")
+    with duckdb.connect(str(db)) as c:
+        minutes = c.sql("SELECT DISTINCT extract(minute FROM time) m FROM cpu ORDER BY m").fetchall()
+        assert [m for (m,) in minutes] == [0, 15, 30, 45] and c.sql("SELECT count(*) FROM cpu").fetchall() == [(8,)]
+
+
+def test_the_live_table_shows_each_writer_and_all_of_them():
+    """On a terminal: a row per writer and one for all (counts added, p99 from the added
+    histograms), under the run's totals."""
+    import io
+
+    from rich.console import Console
+
+    from tsbench.stream.live import LiveTable
+    from tsbench.stream.stats import Stats
+
+    stats = Stats(2, [10, 10])
+    for w, ms in ((0, 4.0), (0, 6.0), (1, 100.0)):
+        stats.answered(w, ms / 1e3, 10, 20, 300)
+    buf = io.StringIO()
+    live = LiveTable("influx", Console(file=buf, force_terminal=True, width=140))
+    asyncio.run(live.open())
+    live.push(stats.roll(0))
+    asyncio.run(live.close())
+    text = buf.getvalue()
+    assert "stream influx: second 1, 30 rows, 0 errors" in text
+    lines = [ln for ln in text.splitlines() if " all " in ln]
+    assert lines and "30" in lines[-1] and "100.0" in lines[-1], text      # the slow writer's 100 ms is all's p99

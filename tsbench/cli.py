@@ -311,6 +311,9 @@ def _print_load(s: dict, srv) -> None:
 @click.option("--start", default="2016-01-01T00:00:00Z", show_default=True,
               help="First timestamp (RFC 3339), or now (the current time, to the interval).")
 @click.option("--interval", default=None, help="Time between a series' points, e.g. 10s, 1s. [default: 10s]")
+@click.option("--time", "time_span", default=None,
+              help="Spread each series' --points-per-series points over this span (inch's -time), e.g. 1h: "
+                   "the interval is the span over the points.")
 @click.option("--writers", "-w", type=AT_LEAST_1, default=4, show_default=True,
               help="Concurrent writers, each owning a share of the entities.")
 @click.option("--batch-size", "-b", type=AT_LEAST_1, default=10_000, show_default=True, help="Points (rows) per batch.")
@@ -342,16 +345,22 @@ def _print_load(s: dict, srv) -> None:
 @click.option("--query-workers", type=AT_LEAST_1, default=2, show_default=True, help="Queries in flight at most.")
 @click.option("--query-window", type=POSITIVE, default=300.0, show_default=True,
               help="Seconds: a moved query covers at most this freshest window.")
+@click.option("--freshness", is_flag=True,
+              help="Probe how long after a write's answer a count sees it (p50/p99; data without faults).")
+@click.option("--freshness-every", type=POSITIVE, default=1.0, show_default=True,
+              help="Seconds between freshness probes at least.")
 @click.option("--report-url", default=None,
               help="Push the per-second figures here as line protocol while the run goes, e.g. "
                    "http://127.0.0.1:8086/write?db=stats (InfluxDB 1.x).")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="Serve the per-second figures for Prometheus at http://127.0.0.1:PORT/metrics (0: a free port).")
 @click.option("--keep-server", is_flag=True, help="Leave the local server running.")
 @click.option("--no-verify", is_flag=True, help="Skip the count check at the end.")
 @click.option("--quiet", "-q", is_flag=True, help="No per-second lines and no summary.")
 def stream(target_name, server, options, server_options, ports, use_case, scale, params, schema_file, seed, start,
-           interval, writers, batch_size, rate, delay, target_latency, duration, points_per_series, max_errors, if_exists,
+           interval, time_span, writers, batch_size, rate, delay, target_latency, duration, points_per_series, max_errors, if_exists,
            give_up_after, stall_timeout, json_out, seconds_out, queries_file, query_rate, query_workers, query_window,
-           report_url, keep_server, no_verify, quiet) -> None:
+           freshness, freshness_every, report_url, metrics_port, keep_server, no_verify, quiet) -> None:
     """Write generated points for a duration or a number of points per series, at a rate
     or as fast as answered (inch's way), with per-second figures; verify the count.
 
@@ -371,8 +380,9 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
                          target_latency=target_latency, duration=duration,
                          points_per_series=points_per_series, max_errors=max_errors, if_exists=if_exists,
                          verify=not no_verify, give_up_after=give_up_after, stall_seconds=stall_timeout,
-                         progress=not quiet, report_url=report_url, query_rate=query_rate,
-                         query_workers=query_workers, query_window=query_window)
+                         progress=not quiet, report_url=report_url, metrics_port=metrics_port, query_rate=query_rate,
+                         query_workers=query_workers, query_window=query_window, freshness=freshness,
+                         freshness_every=freshness_every)
     if queries_file:
         from .queries import read_queries
 
@@ -380,7 +390,12 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
     opts.check()
     topts = _params(options, "--option")
     cls.parse_options(secrets.resolve_env(topts, f"target {cls.name}"))
+    interval = _spread(time_span, interval, points_per_series) if time_span else interval
     ds = resolve(_stream_spec(use_case, scale, params, schema_file, seed, start, interval))
+    if freshness:
+        from .stream.fresh import check_probe
+
+        check_probe(cls, ds)                      # before a server starts
     reach = session.Reach(target_name, server, topts, _params(server_options, "--server-option"), _ports(ports),
                           keep_server)
 
@@ -398,32 +413,42 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
     if json_out:
         _write_json(json_out, summary)
     if seconds_out:
-        _write_seconds(seconds_out, res.table, res.query_table)
+        _write_seconds(seconds_out, res)
     if not quiet:
         _print_stream(summary, opts)
+
+
+def _spread(time_span: str, interval: str | None, points_per_series: int | None) -> str:
+    """--time: the interval that spreads --points-per-series points over the span (in ns)."""
+    from .timeutil import parse_duration
+
+    if interval or not points_per_series:
+        raise UserError("--time: give it with --points-per-series and without --interval (the interval is "
+                        "the span over the points)")
+    step = parse_duration(time_span, "--time") // points_per_series
+    if step < 1:
+        raise UserError(f"--time: {time_span} is shorter than --points-per-series {points_per_series} nanoseconds")
+    return f"{step}ns"
 
 
 def _stream_spec(use_case, scale, params, schema_file, seed, start, interval):
     """The dataset a stream draws from: its time range starts at --start (now: the current
     time); its end only bounds resolve(): the writers stop on their own terms."""
-    import time as _time
-
     from .dataset import DatasetSpec
-    from .timeutil import format_time, parse_duration
+    from .stream.run import start_now
 
     if start == "now":
-        step = parse_duration(interval, "--interval") if interval else 10 * 10**9
-        start = format_time(_time.time_ns() // step * step)
+        start = start_now(interval)
     return DatasetSpec(use_case=use_case, scale=scale, start=start, interval=interval, seed=seed,
                        params=_params(params), schema_file=schema_file)
 
 
-def _write_seconds(path: str, writes: list[dict], queries: list[dict]) -> None:
-    """One table: a row per second and writer (op write), and per second and query type (op query)."""
+def _write_seconds(path: str, res) -> None:
+    """The per-second table (StreamResult.seconds_rows) as parquet."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rows = [{"op": "write", **r} for r in writes] + [{"op": "query", **r} for r in queries]
+    rows = res.seconds_rows()
     names = list(dict.fromkeys(k for r in rows for k in r))          # every column, each row's missing ones null
     rows = [{k: r.get(k) for k in names} for r in rows]
     try:
@@ -456,6 +481,11 @@ def _print_stream(s: dict, opts) -> None:
         lines.append(f"  queries while writing: {q['count']:,} of {len(q['types'])} types, {q['errors']} refused; "
                      f"latency ms (from the schedule): {lat or '-'}"
                      + (f"; not run: {', '.join(q['unsupported'])}" if q["unsupported"] else ""))
+    f = s["freshness"]
+    if f:
+        lat = ", ".join(f"{k} {v:,.2f}" for k, v in f["latency_ms"].items())
+        lines.append(f"  freshness (write answered -> seen by a count) ms: {lat or '-'}; {f['seen']} probes seen, "
+                     f"{f['unseen']} unseen within {f['bound_s']:g} s" + (f"; {f['note']}" if f["note"] else ""))
     if s["report_note"]:
         lines.append(f"  {s['report_note']}")
     click.echo("\n".join(lines), err=True)

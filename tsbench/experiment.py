@@ -8,7 +8,7 @@ Matrix keys are dotted paths into a cell's settings: `dataset` and `target`
 (names declared above), `load.workers`, `load.batch_size`, `load.processes`,
 `execute.workers`, `execute.cache`, `execute.count`, `queries.count`,
 `dataset.scale`, `dataset.params.<key>`, `target.options.<key>`,
-`target.server_options.<key>`.
+`target.server_options.<key>`, `stream.<key>` (the stream phase's settings).
 
 `load_experiment` expands the matrix into typed `Cell`s and checks every one
 before anything runs: its settings by the same models as the file (knobs
@@ -29,13 +29,14 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator,
+                      model_validator)
 
 from . import secrets, yamlfile
 from .errors import UserError
 
 PHASES = ("generate", "load", "queries", "execute", "validate")     # the default
-Phase = Literal["generate", "load", "verify", "queries", "execute", "validate"]   # verify: per-table recount
+Phase = Literal["generate", "load", "verify", "queries", "execute", "validate", "stream"]   # verify: per-table recount
 NAME = re.compile(r"[A-Za-z0-9._-]+")
 
 
@@ -101,8 +102,38 @@ class ExecuteDecl(_Strict):
     stall_timeout: float = Field(120.0, gt=0)     # seconds with no query answered before the cell fails
 
 
+class StreamDecl(_Strict):
+    """The stream phase: tsbench stream's options (README, stream); the queries: section's
+    types run while writing when queries is true."""
+
+    writers: int = Field(8, ge=1)
+    batch_size: int = Field(10_000, ge=1)
+    start: Literal["dataset", "now"] = "dataset"  # the first timestamp: the dataset's start, or the current time
+    rate: float | None = Field(None, gt=0)      # rows/s of all writers, open loop
+    delay: float = Field(0.0, ge=0)
+    target_latency: float | None = Field(None, gt=0)
+    duration: float | None = Field(60.0, gt=0)
+    points_per_series: int | None = Field(None, ge=1)
+    max_errors: int = Field(0, ge=0)
+    queries: bool = False
+    query_rate: float = Field(1.0, gt=0)
+    query_workers: int = Field(2, ge=1)
+    query_window: float = Field(300.0, gt=0)
+    freshness: bool = False
+    freshness_every: float = Field(1.0, gt=0)
+    stall_timeout: float = Field(120.0, gt=0)
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.duration is None and self.points_per_series is None:
+            raise ValueError("give duration (seconds) or points_per_series (or both: the first reached)")
+        if self.rate is not None and (self.delay or self.target_latency):
+            raise ValueError("rate (open loop) and delay or target_latency (closed loop) do not go together")
+        return self
+
+
 SECTIONS = {"dataset": DatasetDecl, "target": TargetDecl, "load": LoadDecl, "queries": QueriesDecl,
-            "execute": ExecuteDecl}
+            "execute": ExecuteDecl, "stream": StreamDecl}
 
 
 class Cell(_Strict):
@@ -120,6 +151,7 @@ class Cell(_Strict):
     load: LoadDecl
     queries: QueriesDecl
     execute: ExecuteDecl
+    stream: StreamDecl
 
 
 class Experiment(_Strict):
@@ -136,6 +168,7 @@ class Experiment(_Strict):
     load: LoadDecl = LoadDecl()
     queries: QueriesDecl = QueriesDecl()
     execute: ExecuteDecl = ExecuteDecl()
+    stream: StreamDecl = StreamDecl()
     matrix: dict[str, list[Any]] = {}
     exclude: list[dict[str, Any]] = []
     # the query phases (queries, execute, validate) run only in the cells matching one of
@@ -148,6 +181,14 @@ class Experiment(_Strict):
     def _not_empty(cls, v: dict) -> dict:
         if not v:
             raise ValueError("declare at least one")
+        return v
+
+    @field_validator("phases")
+    @classmethod
+    def _stream_alone(cls, v: list) -> list:
+        if "stream" in v and set(v) != {"stream"}:
+            raise ValueError("stream goes alone (phases: [stream]): it writes data of its own, and runs the "
+                             "queries: section's types while writing with stream.queries: true")
         return v
 
     @field_validator("matrix")
@@ -286,7 +327,7 @@ def _check_names(p: pathlib.Path, exp: Experiment, lines: dict) -> None:
             raise UserError(f"{p}:{lines.get(('matrix', k), 1)}: matrix.{k}: unknown knob (allowed: dataset, "
                             f"target, load.workers, load.batch_size, load.processes, queries.count, "
                             f"execute.workers, execute.cache, execute.count, dataset.scale, dataset.params.KEY, "
-                            f"target.options.KEY, target.server_options.KEY)")
+                            f"target.options.KEY, target.server_options.KEY, stream.KEY)")
     for name_key, decls in (("dataset", exp.datasets), ("target", exp.targets)):
         for v in exp.matrix.get(name_key, []):
             if v not in decls:
@@ -314,7 +355,7 @@ def _check_patterns(p: pathlib.Path, exp: Experiment, lines: dict) -> None:
 def _known_knob(k: str) -> bool:
     return k in ("dataset", "target", "load.workers", "load.batch_size", "load.processes", "queries.count",
                  "execute.workers", "execute.cache", "execute.count", "dataset.scale") or \
-        k.startswith(("dataset.params.", "target.options.", "target.server_options."))
+        k.startswith(("dataset.params.", "target.options.", "target.server_options.", "stream."))
 
 
 # ---- cells -----------------------------------------------------------------------------------------
@@ -376,7 +417,7 @@ def _settings(exp: Experiment, knobs: dict, src: _Source) -> dict[str, BaseModel
     raw = copy.deepcopy({"dataset": exp.datasets[knobs["dataset"]].model_dump(),
                          "target": exp.targets[knobs["target"]].model_dump(),
                          "load": exp.load.model_dump(), "queries": exp.queries.model_dump(),
-                         "execute": exp.execute.model_dump()})
+                         "execute": exp.execute.model_dump(), "stream": exp.stream.model_dump()})
     for k, v in knobs.items():
         if k in ("dataset", "target"):
             continue

@@ -6,7 +6,8 @@ One row per sample and role ("server": the server's process and its children;
 "client": this process and its children other than the server's):
 elapsed_s since the cell started, the phase, cpu_s (cumulative user+system CPU
 seconds of the role's live processes), cpu_percent over the last interval (100 =
-one core), rss_bytes, read_bytes and write_bytes (cumulative block I/O, None
+one core), pss_bytes (the proportional set size summed over the role's processes:
+shared pages counted once, unlike summed RSS), read_bytes and write_bytes (cumulative block I/O, None
 where the kernel does not let us read it) and datadir_bytes (allocated bytes of
 the data directory, the same on both roles' rows of one sample)."""
 
@@ -109,7 +110,7 @@ class ResourceMonitor:
         for role, procs in (("server", server), ("client", client)):
             if not procs:
                 continue
-            cpu = rss = 0.0
+            cpu = pss = 0.0
             rd = wr = 0
             io_ok = True
             for p in procs:
@@ -117,7 +118,7 @@ class ResourceMonitor:
                     with p.oneshot():
                         t = p.cpu_times()
                         cpu += t.user + t.system
-                        rss += p.memory_info().rss
+                        pss += p.memory_full_info().pss
                         if io_ok:
                             try:
                                 io = p.io_counters()
@@ -134,17 +135,17 @@ class ResourceMonitor:
             self._prev[role] = (now, cpu)
             self.rows.append({**self.labels, "phase": self._phase, "elapsed_s": round(now - self._t0, 3),
                               "role": role, "processes": len(procs), "cpu_s": round(cpu, 3),
-                              "cpu_percent": None if pct is None else round(pct, 1), "rss_bytes": int(rss),
+                              "cpu_percent": None if pct is None else round(pct, 1), "pss_bytes": int(pss),
                               "read_bytes": rd if io_ok else None, "write_bytes": wr if io_ok else None,
                               "datadir_bytes": disk})
 
     def peaks(self) -> dict:
-        """Peak RSS of the server (server_rss_peak_bytes) and of the client
-        (client_rss_peak_bytes) over the samples so far, and the data dir's largest size."""
+        """Peak PSS of the server (server_pss_peak_bytes) and of the client
+        (client_pss_peak_bytes) over the samples so far, and the data dir's largest size."""
         out = {}
         for role in ("server", "client"):
-            rss = [r["rss_bytes"] for r in self.rows if r["role"] == role]
-            out[f"{role}_rss_peak_bytes"] = max(rss) if rss else None
+            pss = [r["pss_bytes"] for r in self.rows if r["role"] == role]
+            out[f"{role}_pss_peak_bytes"] = max(pss) if pss else None
         disk = [r["datadir_bytes"] for r in self.rows if r["datadir_bytes"] is not None]
         out["datadir_peak_bytes"] = max(disk) if disk else None
         return out

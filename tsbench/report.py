@@ -1,7 +1,8 @@
 """The HTML report (after a run): one static file, report.html in the run folder,
 built from the run's parquet tables and manifest alone. Plots (matplotlib, PNG
-inlined): ingest rate over time per cell; rows/s and values/s by workers x batch
-size per target; disk bytes per target; latency percentiles per query type and
+inlined): ingest rate over time per cell (load and stream); a stream's server memory
+against its series and its query p99 against its write rate; rows/s and values/s by
+workers x batch size per target; disk bytes per target; latency percentiles per query type and
 target; server CPU and memory over time. Tables: the cells with their status and
 the server's words, the validation verdicts, the manifest's host facts."""
 
@@ -17,7 +18,7 @@ import pathlib
 from . import secrets
 from .errors import UserError
 
-TABLES = ("cells", "load", "queries", "resources")
+TABLES = ("cells", "load", "queries", "resources", "stream")
 
 
 def read_run(run_dir: str | pathlib.Path) -> tuple[dict, dict]:
@@ -234,15 +235,77 @@ def fig_resources(cells, resources):
         role = "server" if (sub["role"] == "server").any() else "client"
         for cell, g in sub[sub["role"] == role].groupby("cell"):
             cpu_ax.plot(g["elapsed_s"], g["cpu_percent"], linewidth=1, label=labels[cell])
-            mem_ax.plot(g["elapsed_s"], g["rss_bytes"] / 2**20, linewidth=1, label=labels[cell])
+            mem_ax.plot(g["elapsed_s"], g["pss_bytes"] / 2**20, linewidth=1, label=labels[cell])
         cpu_ax.set_title(f"{t}: {role} CPU %", fontsize=9)
-        mem_ax.set_title(f"{t}: {role} RSS MiB", fontsize=9)
+        mem_ax.set_title(f"{t}: {role} PSS MiB", fontsize=9)
         for ax in (cpu_ax, mem_ax):
             ax.set_xlabel("seconds since cell start", fontsize=8)
             ax.grid(alpha=0.3)
         cpu_ax.legend(fontsize=6)
     return ("Server CPU and memory", f"Sampled every second from the {who} processes (an in-process database is "
             "measured as the client); 100% = one core.", _png(fig))
+
+
+def fig_stream(cells, stream):
+    """Rows answered per second of each stream cell: the dip while series are created, the plateau."""
+    if stream.empty:
+        return None
+    w = stream[stream["op"] == "write"].groupby(["cell", "second"], as_index=False)["rows"].sum()
+    labels = {c.cell: _label(c) for c in cells.itertuples()}
+    target_of = dict(zip(cells["cell"], cells["target_name"]))
+    ts = [t for t in _targets(cells) if t in set(target_of[c] for c in w["cell"].unique())]
+    fig, axes = _grid(len(ts))
+    for ax, t in zip(axes, ts):
+        for cell, g in w[w["cell"].map(target_of) == t].groupby("cell"):
+            ax.plot(g["second"], g["rows"], label=labels[cell], linewidth=1.2)
+        ax.set_title(t)
+        ax.set_xlabel("second of the stream")
+        ax.set_ylabel("rows/s")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return ("Stream: ingest rate over time", "Rows answered in each second of the stream, all writers together, "
+            "one line per cell (a dip while the database creates new series, then a plateau).", _png(fig))
+
+
+def fig_memory_by_series(cells):
+    """Server peak PSS against the series streamed, one line per target (cardinality studies)."""
+    import matplotlib.pyplot as plt
+
+    if "series" not in cells or cells["series"].nunique() < 2:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
+    ok = cells[cells["status"] == "ok"]
+    for t in _targets(ok):
+        g = ok[ok["target_name"] == t]
+        mem = g["server_pss_peak_bytes"].where(g["server_pss_peak_bytes"].notna(), g["client_pss_peak_bytes"])
+        g = g.assign(mem=mem / 2**20).groupby("series", as_index=False)["mem"].max()
+        ax.plot(g["series"], g["mem"], marker="o", label=t)
+    ax.set_xscale("log")
+    ax.set_xlabel("series")
+    ax.set_ylabel("peak PSS MiB")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return ("Stream: memory against cardinality", "The server's peak PSS (an in-process database: the client's) "
+            "over each ok stream cell, against the distinct series it wrote.", _png(fig))
+
+
+def fig_query_p99_by_rate(cells):
+    """Query p99 while writing against the write rate reached, one line per target (mixed runs)."""
+    import matplotlib.pyplot as plt
+
+    if "stream_query_p99_ms" not in cells or cells["stream_query_p99_ms"].notna().sum() < 1:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
+    ok = cells[(cells["status"] == "ok") & cells["stream_query_p99_ms"].notna()]
+    for t in _targets(ok):
+        g = ok[ok["target_name"] == t].sort_values("rows_per_s")
+        ax.plot(g["rows_per_s"], g["stream_query_p99_ms"], marker="o", label=t)
+    ax.set_xlabel("write rate reached, rows/s")
+    ax.set_ylabel("query p99 ms (from the schedule)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return ("Stream: query latency while writing", "p99 of the queries run while writing (all types, latency from "
+            "each query's due time) against the cell's write rate.", _png(fig))
 
 
 # ---- tables ----------------------------------------------------------------------------------------
@@ -263,7 +326,7 @@ def _fmt(v, spec=",.0f") -> str:
 
 def cells_table(cells) -> str:
     head = ["cell", "target", "settings", "status", "rows/s", "values/s", "MB/s", "disk MB", "verified",
-            "server peak RSS MiB", "queries", "p50 ms", "p99 ms", "validated (non-empty)", "mismatches",
+            "server peak PSS MiB", "queries", "p50 ms", "p99 ms", "validated (non-empty)", "mismatches",
             "server's words"]
     out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for c in cells.itertuples():
@@ -275,7 +338,7 @@ def cells_table(cells) -> str:
             f"<span class='{status}'>{status}</span>", _fmt(g("rows_per_s")), _fmt(g("values_per_s")),
             _fmt(g("mb_per_s"), ",.1f"), _fmt(_num(g("disk_bytes")) / 1e6, ",.1f"),
             html.escape(str(g("verified")) if g("verified") is not None else ""),
-            _fmt(_num(g("server_rss_peak_bytes")) / 2**20, ",.0f"), _fmt(g("queries_run")),
+            _fmt(_num(g("server_pss_peak_bytes")) / 2**20, ",.0f"), _fmt(g("queries_run")),
             _fmt(g("query_p50_ms"), ",.2f"), _fmt(g("query_p99_ms"), ",.2f"), _validated(g),
             _fmt(g("mismatches")), html.escape(str(c.reason or ""))[:600]]) + "</tr>")
     return "\n".join(out + ["</table>"])
@@ -381,7 +444,7 @@ def render(run_dir: str | pathlib.Path) -> str:
 
     matplotlib.use("Agg")
     frames, m = read_run(run_dir)
-    cells, load, queries, resources = (frames[k] for k in TABLES)
+    cells, load, queries, resources, stream = (frames[k] for k in TABLES)
     host = m.get("host", {})
     st = m.get("status", {})
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>tsbench: {html.escape(m['experiment'])} "
@@ -404,7 +467,8 @@ def render(run_dir: str | pathlib.Path) -> str:
             f"{html.escape(k)}: {_fmt(v.get('rows_per_s'))} rows/s" for k, v in ceil.items()) + ".</p>")
     parts += ["<h2>Cells</h2>", cells_table(cells) if not cells.empty else "<p>No cells.</p>"]
     if not cells.empty:
-        for fig in (fig_ingest(cells, load), fig_throughput(cells), fig_disk(cells)):
+        for fig in (fig_ingest(cells, load), fig_stream(cells, stream), fig_memory_by_series(cells),
+                    fig_query_p99_by_rate(cells), fig_throughput(cells) if stream.empty else None, fig_disk(cells)):
             if fig:
                 parts += [f"<h2>{fig[0]}</h2><p class='caption'>{fig[1]}</p>", f"<img src='data:image/png;base64,{fig[2]}'>"]
         parts += ["<h2>Validation verdicts</h2><p class='caption'>Each distinct query checked against the reference "
@@ -422,14 +486,14 @@ def render(run_dir: str | pathlib.Path) -> str:
 
 
 def text_summary(run_dir: str | pathlib.Path) -> str:
-    """The cells as a plain-text table (printed after `run` and by `report`); RSS is the
+    """The cells as a plain-text table (printed after `run` and by `report`); PSS is the
     server's peak."""
     frames, _ = read_run(run_dir)
     cells = frames["cells"]
     sw = max([8] + [len(_settings(c)) for c in cells.itertuples()])
     tw = max([6] + [len(str(c.target_name)) for c in cells.itertuples()])
     head = f"{'cell':>4} {'target':<{tw}} {'settings':<{sw}} {'status':<11} {'rows/s':>10} {'values/s':>12} " \
-           f"{'disk MB':>8} {'RSS MiB':>8} {'p50 ms':>8} {'p99 ms':>8} {'valid (non-empty)':>17}"
+           f"{'disk MB':>8} {'PSS MiB':>8} {'p50 ms':>8} {'p99 ms':>8} {'valid (non-empty)':>17}"
     out = [head]
     for c in cells.itertuples():
         g = lambda k: getattr(c, k, None)  # noqa: E731
@@ -441,7 +505,7 @@ def text_summary(run_dir: str | pathlib.Path) -> str:
         out.append(f"{c.cell:>4} {str(c.target_name):<{tw}} {_settings(c):<{sw}} {c.status:<11} "
                    f"{_fmt(g('rows_per_s')):>10} {_fmt(g('values_per_s')):>12} "
                    f"{_fmt(_num(g('disk_bytes')) / 1e6, ',.1f'):>8} "
-                   f"{_fmt(_num(g('server_rss_peak_bytes')) / 2**20, ',.0f'):>8} {_fmt(g('query_p50_ms'), ',.2f'):>8} "
+                   f"{_fmt(_num(g('server_pss_peak_bytes')) / 2**20, ',.0f'):>8} {_fmt(g('query_p50_ms'), ',.2f'):>8} "
                    f"{_fmt(g('query_p99_ms'), ',.2f'):>8} {valid:>17}")
         if c.status != "ok":
             out.append(f"{'':>4} {c.status}: {str(c.reason)[:300]}")

@@ -5,9 +5,12 @@ execute and validate. A cell that fails is recorded with the server's words and
 the run goes on; Ctrl-C or SIGTERM marks the current cell interrupted and keeps the rest.
 Results go to results/<experiment>/<run-id>/: manifest.json and parquet tables
 `cells` (one row per cell), `load` (per cell per second), `queries` (per
-execution), `resources` (per cell per second per role, from the monitor) and
-`verify` (per cell per table, with the verify phase), readable without tsbench,
-rewritten as each cell ends."""
+execution), `resources` (per cell per second per role, from the monitor),
+`verify` (per cell per table, with the verify phase) and `stream` (per cell per
+second per writer, query type and freshness probe, with the stream phase: the
+stream command's per-second table), readable without tsbench, rewritten as each
+cell ends. A stream experiment (phases: [stream]) generates no data file: its writers
+make their data as they go."""
 
 from __future__ import annotations
 
@@ -96,6 +99,34 @@ def query_columns(er: ExecResult) -> dict:
             "client_work_types": json.dumps(sorted({r["type"] for r in er.records if r["client_s"] is not None}))}
 
 
+def stream_dataset(c: Cell):
+    """A stream cell's dataset: its declaration, from the current time with stream.start now."""
+    from .dataset import DatasetSpec, resolve
+    from .stream.run import start_now
+
+    decl = c.dataset.model_dump()
+    if c.stream.start == "now":
+        decl.update(start=start_now(decl["interval"]), end=None)
+    return resolve(DatasetSpec(**decl))
+
+
+def stream_columns(ds, res) -> dict:
+    """The cells table's columns of a stream (StreamResult.summary's figures, flat)."""
+    s = res.summary()
+    lat, q, f = s["latency_ms"], s["queries"], s["freshness"]
+    return {"series": ds.entities * len(ds.schema.series), "stream_seconds": s["seconds"],
+            "stream_rows": s["rows"], "stream_values": s["values"], "rows_per_s": s["rows_per_s"],
+            "values_per_s": s["values_per_s"], "stream_errors": s["errors"], "stream_backoffs": s["backoffs"],
+            "stream_p50_ms": lat.get("p50"), "stream_p99_ms": lat.get("p99"), "stream_max_ms": lat.get("max"),
+            "client_cpu_s": s["client_cpu_seconds"], "server_cpu_s": s["server_cpu_seconds"],
+            "verified": s["verify"]["ok"], "counted": s["verify"]["counted"], "expected": s["verify"]["expected"],
+            "stream_queries": q.get("count"), "stream_query_errors": q.get("errors"),
+            "stream_query_p50_ms": q.get("latency_ms", {}).get("p50"),
+            "stream_query_p99_ms": q.get("latency_ms", {}).get("p99"),
+            "freshness_p50_ms": f.get("latency_ms", {}).get("p50"), "freshness_p99_ms": f.get("latency_ms", {}).get("p99"),
+            "freshness_unseen": f.get("unseen")}
+
+
 class Runner:
     def __init__(self, exp: Experiment, results: str | pathlib.Path = "results", quiet: bool = False):
         self.exp, self.quiet = exp, quiet
@@ -108,6 +139,7 @@ class Runner:
         self.query_rows: list[dict] = []
         self.resource_rows: list[dict] = []
         self.verify_rows: list[dict] = []
+        self.stream_rows: list[dict] = []
         self.interrupted: str | None = None     # the signal that stopped the run
         self.servers: dict[str, str] = {}
         self.ceilings: dict[str, dict] = {}
@@ -153,7 +185,8 @@ class Runner:
         self.cell_rows.append(row)
         t0 = time.perf_counter()
         try:
-            df = self._datafile(c, databases.target_class(c.target.target).format)
+            streams_only = self.phases == {"stream"}         # no data file: the writers make their data
+            df = None if streams_only else self._datafile(c, databases.target_class(c.target.target).format)
             asyncio.run(self._cell(c, row, df))
         except KeyboardInterrupt:
             row.update(status="interrupted", reason=f"interrupted by {caught.name or 'SIGINT'}")
@@ -199,6 +232,8 @@ class Runner:
                 with mon:
                     row["server_version"] = await session.server_version(conn)
                     self.servers[c.target_name] = row["server_version"]
+                    if "stream" in self.phases:
+                        await self._stream(c, row, conn, mon)
                     if "load" in self.phases:
                         await self._load(c, row, df, conn, mon)
                     if "verify" in self.phases:
@@ -226,6 +261,36 @@ class Runner:
         self.say(f"loaded in {res.seconds:.1f} s: {row['rows_per_s']:,.0f} rows/s, {row['values_per_s']:,.0f} "
                  f"values/s, {row['mb_per_s']:.1f} MB/s; verified {res.counted:,} {res.count_unit}; "
                  f"disk {(res.datadir_bytes or 0) / 1e6:,.1f} MB")
+
+    async def _stream(self, c: Cell, row: dict, conn, mon: ResourceMonitor) -> None:
+        """The stream phase: the cell's dataset written as it is generated (stream/run.py)."""
+        from .stream.run import StreamError, stream_options
+
+        mon.phase = "stream"
+        ds = stream_dataset(c)
+        self.datasets[c.dataset_name] = {"spec": ds.describe()}
+        row.update(workers=c.stream.writers, batch_size=c.stream.batch_size)
+        specs = None
+        if c.stream.queries:
+            names = session.select_types(ds, c.queries.types, c.queries.families)
+            specs = session.draw(ds, names, c.queries.count, c.queries.seed, allow_empty=True) if names else None
+        opts = stream_options(c.stream, specs, progress=not self.quiet)
+        self.say(f"stream: {ds.entities * len(ds.schema.series):,} series, {opts.writers} writers x "
+                 f"{opts.batch_size:,}" + (f", {opts.rate:,.0f} rows/s" if opts.rate else ", closed loop"))
+        try:
+            res = await session.stream(conn, ds, opts)
+        except StreamError as exc:
+            if getattr(exc, "result", None) is not None:
+                self._stream_rows(c, ds, row, exc.result)
+            raise
+        self._stream_rows(c, ds, row, res)
+        self.say(f"streamed {res.rows:,} rows in {res.seconds:.1f} s: {row['rows_per_s'] or 0:,.0f} rows/s, "
+                 f"write p99 {_ms(row['stream_p99_ms'])}, {res.errors} errors; verified {res.counted:,} "
+                 f"{res.count_unit}" if res.verified else f"streamed {res.rows:,} rows; {res.verify_note}")
+
+    def _stream_rows(self, c: Cell, ds, row: dict, res) -> None:
+        self.stream_rows.extend({"cell": c.id, **r} for r in res.seconds_rows())
+        row.update(stream_columns(ds, res))
 
     async def _verify(self, c: Cell, row: dict, df, conn) -> None:
         """The per-table recount (the verify phase): every table holds what the data file has."""
@@ -311,7 +376,8 @@ class Runner:
         from . import __version__
 
         for name, rows in (("cells", self.cell_rows), ("load", self.load_rows), ("queries", self.query_rows),
-                           ("resources", self.resource_rows), ("verify", self.verify_rows)):
+                           ("resources", self.resource_rows), ("verify", self.verify_rows),
+                           ("stream", self.stream_rows)):
             keys = sorted({k for r in rows for k in r}, key=lambda k: (k != "cell", k))
             table = pa.Table.from_pylist([secrets.mask_deep({k: r.get(k) for k in keys}) for r in rows]) \
                 if rows else pa.table({})

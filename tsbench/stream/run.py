@@ -23,6 +23,9 @@ from ..errors import Fatal, UserError
 from ..load import LoadError, _count_settled, _cpu_of, _cpu_self, _first_error, write_with_backoff
 from ..model import Tables
 from ..watch import Stalled, bounded, watchdog
+from .fresh import Freshness, check_probe
+from .live import LiveTable
+from .metrics import MetricsEndpoint
 from .mixed import Queries
 from .pace import Pacer
 from .report import LineReport, check_url
@@ -53,11 +56,14 @@ class StreamOptions:
     stall_seconds: float = 120.0
     progress: bool = True
     report_url: str | None = None        # the per-second figures pushed here as line protocol
+    metrics_port: int | None = None      # the per-second figures served here for Prometheus (0: a free port)
     target_latency: float | None = None  # seconds: the closed loop's delay adapts to keep latency about here
     queries: list | None = None          # QuerySpecs run while writing (mixed.py)
     query_rate: float = 1.0              # queries/s, open loop
     query_workers: int = 2
     query_window: float = 300.0          # seconds: the freshest window a moved query covers at most
+    freshness: bool = False              # probe the time from a write's answer until a count sees it (fresh.py)
+    freshness_every: float = 1.0         # seconds between probes at least
 
     def check(self) -> None:
         if self.duration is None and self.points_per_series is None:
@@ -77,8 +83,23 @@ class StreamOptions:
             raise UserError("--delay and --max-errors: must not be negative")
         if self.report_url is not None:
             check_url(self.report_url)
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise UserError(f"--metrics-port: a TCP port (0: a free one), got {self.metrics_port}")
+        if not self.freshness_every > 0:
+            raise UserError(f"--freshness-every: must be positive, got {self.freshness_every:g}")
         if self.queries is not None and not (self.query_rate > 0 and self.query_window > 0 and self.query_workers >= 1):
             raise UserError("--query-rate and --query-window: must be positive; --query-workers: at least 1")
+
+
+def stream_options(decl, queries: list | None, progress: bool = True) -> StreamOptions:
+    """An experiment's stream section (experiment.StreamDecl) as options; the table is made anew."""
+    return StreamOptions(writers=decl.writers, batch_size=decl.batch_size, rate=decl.rate, delay=decl.delay,
+                         target_latency=decl.target_latency, duration=decl.duration,
+                         points_per_series=decl.points_per_series, max_errors=decl.max_errors, if_exists="drop",
+                         stall_seconds=decl.stall_timeout, progress=progress, queries=queries,
+                         query_rate=decl.query_rate, query_workers=decl.query_workers,
+                         query_window=decl.query_window, freshness=decl.freshness,
+                         freshness_every=decl.freshness_every)
 
 
 @dataclass
@@ -105,9 +126,17 @@ class StreamResult:
     report_note: str = ""                            # pushes to --report-url that failed, if any
     table: list = field(default_factory=list)        # per second and writer (stats.py)
     query_table: list = field(default_factory=list)  # per second and query type (mixed.py)
+    freshness_table: list = field(default_factory=list)  # per second: the probes' figures (fresh.py)
+    freshness: dict = field(default_factory=dict)    # the freshness probe's totals
     queries: dict = field(default_factory=dict)      # queries run while writing: count, errors, latency, unsupported
     status: str = "ok"
     reason: str = ""
+
+    def seconds_rows(self) -> list[dict]:
+        """The per-second table: a row per second and writer (op write), per second and
+        query type (op query), per second of freshness probes (op freshness)."""
+        return ([{"op": "write", **r} for r in self.table] + [{"op": "query", **r} for r in self.query_table]
+                + [{"op": "freshness", **r} for r in self.freshness_table])
 
     def summary(self) -> dict:
         s = self.seconds or float("nan")
@@ -122,7 +151,15 @@ class StreamResult:
                 "latency_ms": self.latency_ms,
                 "verify": {"unit": self.count_unit, "expected": self.expected, "counted": self.counted,
                            "ok": self.verified, "note": self.verify_note}, "report_note": self.report_note,
-                "queries": self.queries}
+                "queries": self.queries, "freshness": self.freshness}
+
+
+def start_now(interval: str | None) -> str:
+    """`--start now`: the current time, down to the interval (10 s by default), RFC 3339."""
+    from ..timeutil import format_time, parse_duration
+
+    step = parse_duration(interval, "--interval") if interval else 10 * 10**9
+    return format_time(time.time_ns() // step * step)
 
 
 def _epochs(ds: Dataset, opts: StreamOptions) -> int:
@@ -135,6 +172,8 @@ async def stream(target: Target, ds: Dataset, opts: StreamOptions, server_pids: 
     """Create the tables, stream, verify. Raises StreamError (the figures in exc.result)."""
     opts.check()
     cls = type(target)
+    if opts.freshness:
+        check_probe(cls, ds)
     fmt = cls.format
     writers = min(opts.writers, ds.entities)          # a writer owns at least one entity
     shares = [ds.group_range(w, writers) for w in range(writers)]
@@ -165,6 +204,7 @@ class _Writers:
         self.target, self.sources, self.stats, self.opts, self.res, self.t0 = target, sources, stats, opts, res, t0
         self.stop = asyncio.Event()
         self.failure: list[str] = []
+        self.probe: Freshness | None = None
 
     async def all(self) -> None:
         try:
@@ -194,6 +234,8 @@ class _Writers:
                 continue
             done = time.perf_counter()
             stats.answered(w, done - start, b.rows, b.values, b.nbytes)
+            if self.probe is not None:
+                self.probe.acked(w, stats.rows_total[w], done)
             pacer.sent(b.rows, done, done - start)
             if not opts.rate:
                 stats.delay(w, pacer.delay)
@@ -202,6 +244,8 @@ class _Writers:
         """A refused batch: dropped and counted; past max_errors the run stops."""
         self.stats.error(w)
         self.res.first_error = self.res.first_error or str(exc)
+        if self.probe is not None:
+            self.probe.stop_probing("stopped at the first refused batch: the epochs after it are incomplete")
         if self.stats.errors > self.opts.max_errors and not self.failure:
             self.failure.append(f"stopped after {self.stats.errors} refused batches (--max-errors "
                                 f"{self.opts.max_errors}); the first: {self.res.first_error}")
@@ -215,11 +259,14 @@ async def _timed(target, ds: Dataset, sources, stats: Stats, opts: StreamOptions
     run = _Writers(target, sources, stats, opts, res, t0)
     mixed = _mixed(target, ds, sources, opts, t0)
     if mixed is not None:
-        stats.also_roll = mixed.stats.roll
-    report = LineReport(opts.report_url, res.target) if opts.report_url else None
-    if report is not None:
-        await report.open()
-    ticker = asyncio.create_task(_tick(stats, t0, opts.progress, res.target, report))
+        stats.also_roll.append(mixed.stats.roll)
+    probe = _probe(target, ds, stats, opts) if opts.freshness else None
+    if probe is not None:
+        stats.also_roll.append(probe.stats.roll)
+        run.probe = probe
+    sinks = await _open_sinks(opts, res.target)
+    lines = opts.progress and not any(isinstance(s, LiveTable) for s in sinks)
+    ticker = asyncio.create_task(_tick(stats, t0, lines, res.target, sinks))
     try:
         async with watchdog(f"stream into {res.target}", progress=lambda: stats.answers,
                             stall_seconds=opts.stall_seconds):
@@ -227,6 +274,8 @@ async def _timed(target, ds: Dataset, sources, stats: Stats, opts: StreamOptions
                 tg.create_task(run.all())
                 if mixed is not None:
                     tg.create_task(mixed.run(run.stop))
+                if probe is not None:
+                    tg.create_task(probe.run(run.stop))
                 if opts.duration is not None:
                     tg.create_task(_stop_after(run.stop, opts.duration))
     except BaseException as exc:
@@ -244,9 +293,11 @@ async def _timed(target, ds: Dataset, sources, stats: Stats, opts: StreamOptions
         _totals(stats, res)
         if mixed is not None:
             _query_totals(mixed, res)
-        if report is not None:
-            report.push(last)
-            res.report_note = await report.close() or ""
+        if probe is not None:
+            res.freshness, res.freshness_table = probe.summary(), probe.stats.table
+        for sink in sinks:
+            sink.push(last)
+        res.report_note = "; ".join(filter(None, [await sink.close() for sink in sinks]))
     if run.failure:
         raise StreamError(f"stream into {res.target}: {run.failure[0]}")
 
@@ -259,6 +310,11 @@ def _mixed(target, ds: Dataset, sources, opts: StreamOptions, t0: float) -> Quer
         return ds.start_ns + min(s.epoch for s in sources) * ds.interval_ns
     return Queries(target, list(opts.queries), opts.query_rate, opts.query_workers, opts.query_window,
                    ds.start_ns, frontier, t0)
+
+
+def _probe(target, ds: Dataset, stats: Stats, opts: StreamOptions) -> Freshness:
+    return Freshness(target, ds, tables_of(ds, 0, 0), stats.series_per_epoch, opts.freshness_every,
+                     opts.stall_seconds)
 
 
 def _query_totals(mixed: Queries, res: StreamResult) -> None:
@@ -285,13 +341,35 @@ async def _stop_after(stop: asyncio.Event, seconds: float) -> None:
     stop.set()
 
 
-async def _tick(stats: Stats, t0: float, show: bool, what: str, report: LineReport | None) -> None:
-    """Every second: close the second's rows; push them to --report-url; a line of figures on stderr."""
+async def _open_sinks(opts: StreamOptions, target: str) -> list:
+    """Where the per-second rows go while the run goes: --report-url, --metrics-port, the
+    live table on a terminal."""
+    sinks = []
+    if opts.report_url:
+        sinks.append(LineReport(opts.report_url, target))
+    if opts.metrics_port is not None:
+        sinks.append(MetricsEndpoint(opts.metrics_port, target))
+    if opts.progress and sys.stderr.isatty():
+        sinks.append(LiveTable(target))                  # last: it holds the terminal from its start
+    for i, sink in enumerate(sinks):
+        try:
+            await sink.open()
+        except BaseException:
+            for opened in sinks[:i]:
+                await opened.close()
+            raise
+        if isinstance(sink, MetricsEndpoint) and opts.progress:
+            print(f"tsbench: metrics at http://127.0.0.1:{sink.port}/metrics", file=sys.stderr, flush=True)
+    return sinks
+
+
+async def _tick(stats: Stats, t0: float, show: bool, what: str, sinks: list) -> None:
+    """Every second: close the second's rows; push them to the sinks; a line of figures on stderr."""
     while True:
         await asyncio.sleep(max(0.0, t0 + stats.next_second + 1 - time.perf_counter()))
         rows = stats.roll(stats.next_second)
-        if report is not None:
-            report.push(rows)
+        for sink in sinks:
+            sink.push(rows)
         if show:
             n = sum(r["rows"] for r in rows)
             p99 = max((r["p99_ms"] for r in rows if r["p99_ms"] is not None), default=None)

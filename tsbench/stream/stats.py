@@ -54,7 +54,7 @@ class Stats:
         self.errors = self.backoffs = 0
         self.answers = 0                                  # batches answered, refused or pushed back: progress
         self.next_second = 0                              # the second the next roll closes
-        self.also_roll = None                             # another per-second table closed with this one
+        self.also_roll: list = []                         # other per-second tables closed with this one
 
     def answered(self, w: int, latency_s: float, rows: int, values: int, nbytes: int) -> None:
         s = self.now[w]
@@ -104,6 +104,6 @@ class Stats:
             self.now[w] = WriterSecond(hist=h, delay=s.delay)
         self.table += rows
         self.next_second = second + 1
-        if self.also_roll is not None:
-            self.also_roll(second)
+        for roll in self.also_roll:
+            roll(second)
         return rows
