@@ -6,8 +6,10 @@ and counted, refused ones counted until --max-errors stops the run with the coun
 server); a mixed run records writes and every query type per second; --target-latency
 brings a queueing server's latency to about the target; the distinct series grow
 through the first epoch; the per-second figures reach a line-protocol endpoint while the
-run goes and are served for Prometheus; the freshness probe finds the fault server's visibility delay; bad options
-are one line."""
+run goes and are served for Prometheus, and drawn as a live table; the freshness probe
+finds the fault server's visibility delay; --time spreads the points; a stream
+experiment records every cell's seconds, its report plots them and the analysis
+notebook merges their histograms; bad options and bad stream sections are one line."""
 
 from __future__ import annotations
 
@@ -292,6 +294,29 @@ def test_a_stream_experiment_records_each_cells_seconds_and_the_report_plots_the
     for title in ("Stream: ingest rate over time", "Stream: memory against cardinality",
                   "Stream: query latency while writing"):
         assert title in page
+    _notebook_merges_the_histograms(out, cells)
+
+
+def _notebook_merges_the_histograms(run, cells):
+    """The analysis notebook on the stream run: the merged write histograms count every batch."""
+    import os
+
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(os.path.join(os.path.dirname(__file__), "..", "experiments", "analysis.ipynb"), as_version=4)
+    os.environ["TSBENCH_RUN"] = str(run)
+    try:
+        nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
+    finally:
+        del os.environ["TSBENCH_RUN"]
+    import pyarrow.parquet as pq
+
+    text = nb.cells[-1].outputs[-1]["data"]["text/plain"]            # index, cell, op, count, p50_ms, p99_ms
+    writes = [int(ln.split()[3]) for ln in text.splitlines()[1:] if ln.split()[2] == "write"]
+    seconds = pq.read_table(run / "stream.parquet").to_pandas()
+    batches = seconds[seconds["op"] == "write"].groupby("cell")["batches"].sum()
+    assert len(writes) == 4 and writes == list(batches), text
 
 
 @pytest.mark.parametrize("change, words", [
