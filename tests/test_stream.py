@@ -135,7 +135,7 @@ def test_target_latency_adapts_the_delay_until_the_latency_is_about_the_target()
     assert free.latency_ms["p50"] > 70
     late = [r for r in held.table if r["second"] >= 2 and r["batches"]]
     merged_late = merged([r["latency_hdr"] for r in late])
-    assert 35 < merged_late.get_value_at_percentile(50) / 1e3 < 60, held.latency_ms
+    assert 30 < merged_late.get_value_at_percentile(50) / 1e3 < 60, held.latency_ms     # AIMD: a sawtooth under the target
     assert all(r["delay_ms"] > 0 for r in late) and held.rows > 0
 
 
