@@ -368,6 +368,8 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
     Examples:
       python -m tsbench stream -t influx -u synthetic -P tags=10,10,10 -w 8 --duration 60
       python -m tsbench stream -t victoriametrics --scale 100 --rate 50000 --duration 600 --start now
+      python -m tsbench stream -t questdb --scale 100 --rate 100000 --duration 300 --queries q.jsonl \
+          --query-rate 2 --freshness --metrics-port 9464
     """
     import asyncio
 
