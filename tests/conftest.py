@@ -27,6 +27,20 @@ def run_cli(*args: str, check: bool = True, env: dict | None = None) -> subproce
     return p
 
 
+def run_notebook(run_dir):
+    """experiments/analysis.ipynb executed on a run folder (TSBENCH_RUN); the executed notebook."""
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(os.path.join(os.path.dirname(__file__), "..", "experiments", "analysis.ipynb"), as_version=4)
+    os.environ["TSBENCH_RUN"] = str(run_dir)
+    try:
+        nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
+    finally:
+        del os.environ["TSBENCH_RUN"]
+    return nb
+
+
 def generate_bytes(tmp_path, *args: str, name: str = "out.dat") -> bytes:
     out = tmp_path / name
     run_cli("generate", "-q", "-o", str(out), *args)

@@ -7,7 +7,6 @@ notebook executed on it."""
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import pyarrow.parquet as pq
@@ -16,7 +15,7 @@ import pytest
 from tsbench.experiment import load_experiment
 from tsbench.runner import Runner
 
-from conftest import run_cli
+from conftest import run_cli, run_notebook
 from faultserver import FaultServer
 
 EXP = """\
@@ -99,15 +98,7 @@ def test_report_html(small_run):
 
 
 def test_notebook_runs_on_the_results(small_run):
-    import nbclient
-    import nbformat
-
-    nb = nbformat.read(os.path.join(os.path.dirname(__file__), "..", "experiments", "analysis.ipynb"), as_version=4)
-    os.environ["TSBENCH_RUN"] = str(small_run)
-    try:
-        nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
-    finally:
-        del os.environ["TSBENCH_RUN"]
+    nb = run_notebook(small_run)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 5
     assert any("small" in o.get("text", "") for o in outputs)

@@ -19,7 +19,7 @@ import re
 import pytest
 from faultserver import FaultServer
 
-from conftest import run_cli
+from conftest import run_cli, run_notebook
 from tsbench import session
 from tsbench.connect import connect
 from tsbench.databases.null.load import NullHttpTarget, NullTarget
@@ -299,18 +299,9 @@ def test_a_stream_experiment_records_each_cells_seconds_and_the_report_plots_the
 
 def _notebook_merges_the_histograms(run, cells):
     """The analysis notebook on the stream run: the merged write histograms count every batch."""
-    import os
-
-    import nbclient
-    import nbformat
-
-    nb = nbformat.read(os.path.join(os.path.dirname(__file__), "..", "experiments", "analysis.ipynb"), as_version=4)
-    os.environ["TSBENCH_RUN"] = str(run)
-    try:
-        nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
-    finally:
-        del os.environ["TSBENCH_RUN"]
     import pyarrow.parquet as pq
+
+    nb = run_notebook(run)
 
     text = nb.cells[-1].outputs[-1]["data"]["text/plain"]            # index, cell, op, count, p50_ms, p99_ms
     writes = [int(ln.split()[3]) for ln in text.splitlines()[1:] if ln.split()[2] == "write"]

@@ -114,21 +114,27 @@ def _grid(n: int, width: float = 5.0, height: float = 3.2):
 
 # ---- figures: each returns (title, caption, png) or None when the run has no such data ----------------
 
+def _lines_per_target(cells, frame, x: str, y: str, xlabel: str, ylabel: str):
+    """A panel per target, a line per cell: frame's y against x (frame has a cell column)."""
+    labels = {c.cell: _label(c) for c in cells.itertuples()}
+    target_of = dict(zip(cells["cell"], cells["target_name"]))
+    ts = [t for t in _targets(cells) if t in set(target_of[c] for c in frame["cell"].unique())]
+    fig, axes = _grid(len(ts))
+    for ax, t in zip(axes, ts):
+        for cell, g in frame[frame["cell"].map(target_of) == t].groupby("cell"):
+            ax.plot(g[x], g[y], label=labels[cell], linewidth=1.2)
+        ax.set_title(t)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return fig
+
+
 def fig_ingest(cells, load):
     if load.empty or "rows_per_s" not in load:
         return None
-    labels = {c.cell: _label(c) for c in cells.itertuples()}
-    target_of = dict(zip(cells["cell"], cells["target_name"]))
-    ts = [t for t in _targets(cells) if t in set(target_of[c] for c in load["cell"].unique())]
-    fig, axes = _grid(len(ts))
-    for ax, t in zip(axes, ts):
-        for cell, g in load[load["cell"].map(target_of) == t].groupby("cell"):
-            ax.plot(g["t"], g["rows_per_s"], label=labels[cell], linewidth=1.2)
-        ax.set_title(t)
-        ax.set_xlabel("seconds since load start")
-        ax.set_ylabel("rows/s")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+    fig = _lines_per_target(cells, load, "t", "rows_per_s", "seconds since load start", "rows/s")
     return "Ingest rate over time", "Rows written per second, sampled every second, one line per cell.", _png(fig)
 
 
@@ -251,19 +257,8 @@ def fig_stream(cells, stream):
     if stream.empty:
         return None
     w = stream[stream["op"] == "write"].groupby(["cell", "second"], as_index=False)["rows"].sum()
-    labels = {c.cell: _label(c) for c in cells.itertuples()}
-    target_of = dict(zip(cells["cell"], cells["target_name"]))
-    ts = [t for t in _targets(cells) if t in set(target_of[c] for c in w["cell"].unique())]
-    fig, axes = _grid(len(ts))
-    for ax, t in zip(axes, ts):
-        for cell, g in w[w["cell"].map(target_of) == t].groupby("cell"):
-            g = g[g["second"] < g["second"].max()] if len(g) > 1 else g      # the last second is partial
-            ax.plot(g["second"], g["rows"], label=labels[cell], linewidth=1.2)
-        ax.set_title(t)
-        ax.set_xlabel("second of the stream")
-        ax.set_ylabel("rows/s")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+    w = w[w["second"] < w.groupby("cell")["second"].transform("max")]          # the last second is partial
+    fig = _lines_per_target(cells, w, "second", "rows", "second of the stream", "rows/s")
     return ("Stream: ingest rate over time", "Rows answered in each second of the stream, all writers together, "
             "one line per cell (a dip while the database creates new series, then a plateau); each stream's last, "
             "partial second left out.", _png(fig))
