@@ -394,10 +394,7 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
     cls.parse_options(secrets.resolve_env(topts, f"target {cls.name}"))
     interval = _spread(time_span, interval, points_per_series) if time_span else interval
     ds = resolve(_stream_spec(use_case, scale, params, schema_file, seed, start, interval))
-    if freshness:
-        from .stream.fresh import check_probe
-
-        check_probe(cls, ds)                      # before a server starts
+    _check_probe(cls, ds, freshness)
     reach = session.Reach(target_name, server, topts, _params(server_options, "--server-option"), _ports(ports),
                           keep_server)
 
@@ -418,6 +415,14 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
         _write_seconds(seconds_out, res)
     if not quiet:
         _print_stream(summary, opts)
+
+
+def _check_probe(cls, ds, freshness: bool) -> None:
+    """--freshness on a target and dataset it can probe, said before a server starts."""
+    if freshness:
+        from .stream.fresh import check_probe
+
+        check_probe(cls, ds)
 
 
 def _spread(time_span: str, interval: str | None, points_per_series: int | None) -> str:
