@@ -264,43 +264,42 @@ def fig_stream(cells, stream):
             "partial second left out.", _png(fig))
 
 
-def fig_memory_by_series(cells):
-    """Server peak PSS against the series streamed, one line per target (cardinality studies)."""
+def _points_per_target(ok, x: str, y: str, xlabel: str, ylabel: str, logx: bool = False):
+    """One axis, a line of points per target: ok's y against x (sorted by x)."""
     import matplotlib.pyplot as plt
 
-    if "series" not in cells or cells["series"].nunique() < 2:
-        return None
     fig, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
-    ok = cells[cells["status"] == "ok"]
     for t in _targets(ok):
-        g = ok[ok["target_name"] == t]
-        mem = g["server_pss_peak_bytes"].where(g["server_pss_peak_bytes"].notna(), g["client_pss_peak_bytes"])
-        g = g.assign(mem=mem / 2**20).groupby("series", as_index=False)["mem"].max()
-        ax.plot(g["series"], g["mem"], marker="o", label=t)
-    ax.set_xscale("log")
-    ax.set_xlabel("series")
-    ax.set_ylabel("peak PSS MiB")
+        g = ok[ok["target_name"] == t].sort_values(x)
+        ax.plot(g[x], g[y], marker="o", label=t)
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    return fig
+
+
+def fig_memory_by_series(cells):
+    """Server peak PSS against the series streamed, one line per target (cardinality studies)."""
+    if "series" not in cells or cells["series"].nunique() < 2:
+        return None
+    ok = cells[cells["status"] == "ok"]
+    mem = ok["server_pss_peak_bytes"].where(ok["server_pss_peak_bytes"].notna(), ok["client_pss_peak_bytes"])
+    ok = ok.assign(mem=mem / 2**20).groupby(["target_name", "series"], as_index=False, sort=False)["mem"].max()
+    fig = _points_per_target(ok, "series", "mem", "series", "peak PSS MiB", logx=True)
     return ("Stream: memory against cardinality", "The server's peak PSS (an in-process database: the client's) "
             "over each ok stream cell, against the distinct series it wrote.", _png(fig))
 
 
 def fig_query_p99_by_rate(cells):
     """Query p99 while writing against the write rate reached, one line per target (mixed runs)."""
-    import matplotlib.pyplot as plt
-
     if "stream_query_p99_ms" not in cells or cells["stream_query_p99_ms"].notna().sum() < 1:
         return None
-    fig, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
     ok = cells[(cells["status"] == "ok") & cells["stream_query_p99_ms"].notna()]
-    for t in _targets(ok):
-        g = ok[ok["target_name"] == t].sort_values("rows_per_s")
-        ax.plot(g["rows_per_s"], g["stream_query_p99_ms"], marker="o", label=t)
-    ax.set_xlabel("write rate reached, rows/s")
-    ax.set_ylabel("query p99 ms (from the schedule)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    fig = _points_per_target(ok, "rows_per_s", "stream_query_p99_ms", "write rate reached, rows/s",
+                             "query p99 ms (from the schedule)")
     return ("Stream: query latency while writing", "p99 of the queries run while writing (all types, latency from "
             "each query's due time) against the cell's write rate.", _png(fig))
 

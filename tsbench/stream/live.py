@@ -10,22 +10,11 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from .stats import merged
+from .stats import all_writers
 
 COLUMNS = (("writer", "writer"), ("rows", "rows/s"), ("values", "values/s"), ("p50_ms", "p50 ms"),
            ("p99_ms", "p99 ms"), ("max_ms", "max ms"), ("errors", "errors"), ("backoffs", "backoffs"),
            ("series", "series"), ("delay_ms", "delay ms"))
-SUMMED = ("rows", "values", "errors", "backoffs", "series")
-
-
-def all_writers(rows: list[dict]) -> dict:
-    """One second's rows of every writer as one: counts added, latency from the added histograms."""
-    out = {k: sum(r[k] for r in rows) for k in SUMMED} | {"writer": "all", "delay_ms": None}
-    h = merged([r["latency_hdr"] for r in rows if r["latency_hdr"]])
-    n = h.get_total_count()
-    out |= {"p50_ms": h.get_value_at_percentile(50) / 1e3 if n else None,
-            "p99_ms": h.get_value_at_percentile(99) / 1e3 if n else None, "max_ms": h.get_max_value() / 1e3 if n else None}
-    return out
 
 
 def _cell(v) -> str:

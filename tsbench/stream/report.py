@@ -14,10 +14,9 @@ from urllib.parse import urlsplit
 
 from ..databases.http import HttpClient
 from ..errors import Fatal, Retryable, UserError
-from .stats import merged
+from .stats import COUNTS, all_writers
 
 PUSH_TIMEOUT_S = 2.0
-FIELDS = ("rows", "values", "bytes", "batches", "errors", "backoffs", "series")
 
 
 def _tag(v: str) -> str:
@@ -26,14 +25,10 @@ def _tag(v: str) -> str:
 
 def lines(target: str, rows: list[dict], t_ns: int) -> bytes:
     """The line-protocol lines of one second's rows (one per writer), plus all writers'."""
-    total = {k: sum(r[k] for r in rows) for k in FIELDS}
-    h = merged([r["latency_hdr"] for r in rows if r["latency_hdr"]])
-    if h.get_total_count():
-        total |= {"p50_ms": h.get_value_at_percentile(50) / 1e3, "p99_ms": h.get_value_at_percentile(99) / 1e3,
-                  "max_ms": h.get_max_value() / 1e3}
+    total = all_writers(rows)
     out = []
     for writer, r in [*((str(r["writer"]), r) for r in rows), ("all", total)]:
-        fields = [f"{k}={r[k]}i" for k in FIELDS] + [f"{k}={r[k]}" for k in ("p50_ms", "p99_ms", "max_ms")
+        fields = [f"{k}={r[k]}i" for k in COUNTS] + [f"{k}={r[k]}" for k in ("p50_ms", "p99_ms", "max_ms")
                                                       if r.get(k) is not None]
         out.append(f"tsbench_stream,target={_tag(target)},writer={writer} {','.join(fields)} {t_ns}")
     return ("\n".join(out) + "\n").encode()

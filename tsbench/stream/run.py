@@ -354,7 +354,7 @@ async def _open_sinks(opts: StreamOptions, target: str) -> list:
     for i, sink in enumerate(sinks):
         try:
             await sink.open()
-        except BaseException:
+        except BaseException:          # re-raised at once: only the sinks already open are closed first
             for opened in sinks[:i]:
                 await opened.close()
             raise

@@ -28,6 +28,20 @@ def merged(encoded: list[bytes | str]) -> HdrHistogram:
     return h
 
 
+COUNTS = ("rows", "values", "bytes", "batches", "errors", "backoffs", "series")
+
+
+def all_writers(rows: list[dict]) -> dict:
+    """One second's rows of every writer as one: counts added, latency from the added
+    histograms (None without an answer)."""
+    out = {k: sum(r[k] for r in rows) for k in COUNTS} | {"writer": "all", "delay_ms": None}
+    h = merged([r["latency_hdr"] for r in rows if r["latency_hdr"]])
+    n = h.get_total_count()
+    return out | {"p50_ms": h.get_value_at_percentile(50) / 1e3 if n else None,
+                  "p99_ms": h.get_value_at_percentile(99) / 1e3 if n else None,
+                  "max_ms": h.get_max_value() / 1e3 if n else None}
+
+
 @dataclass
 class WriterSecond:
     """One writer's figures in the second under way."""
