@@ -160,7 +160,12 @@ def test_bad_options_are_one_line():
                         (["-t", "null", "--duration", "1", "--report-url", "ftp://u:secret@h/x"], "--report-url"),
                         (["-t", "null", "--duration", "1", "--freshness"], "null keeps no data"),
                         (["-t", "null", "--duration", "1", "--time", "1h"], "--time: give it with --points-per"),
-                        (["-t", "duckdb", "-u", "iot", "--duration", "1", "--freshness"], "missing or late points")):
+                        (["-t", "duckdb", "-u", "iot", "--duration", "1", "--freshness"], "missing or late points"),
+                        (["-t", "null", "--duration", "1", "--ratio", "write:0,query:1"], "--ratio: give write:W"),
+                        (["-t", "null", "--duration", "1", "--ratio", "w9q1"], "e.g. write:9,query:1; got 'w9q1'"),
+                        (["-t", "null", "--duration", "1", "--ratio", "write:9,query:1", "--query-rate", "2"],
+                         "give one"),
+                        (["-t", "null", "--duration", "1", "--ratio", "write:9,query:1"], "come from --queries")):
         p = run_cli("stream", *args, check=False)
         err = p.stderr.decode()
         assert p.returncode == 2 and words in err and err.count("\n") == 1 and "secret" not in err, err
@@ -180,6 +185,36 @@ def test_a_mixed_run_records_writes_and_each_query_type_per_second(tmp_path):
     assert 40 <= q["count"] <= 62 and q["latency_ms"]["p99"] > 0, q                 # ~20/s for 3 s
     assert {r["second"] for r in res.query_table} >= {0, 1, 2}
     assert sum(r["queries"] for r in res.query_table) == q["count"]
+
+
+def test_ratio_makes_queries_due_with_the_write_batches_at_their_answers():
+    """write:3,query:2: queries 0 and 1 fall due with the 2nd and 3rd batch answered, at
+    those answers' times; none before."""
+    from tsbench.stream.mixed import RatioClock
+
+    async def go():
+        clock, stop = RatioClock(3, 2), asyncio.Event()
+        clock.answered(0, 10, 1.0)
+        assert 0 not in clock.due_at
+        clock.answered(1, 10, 2.0)
+        clock.answered(0, 20, 3.0)
+        assert [await clock.due(k, stop) for k in (0, 1)] == [2.0, 3.0]
+        stop.set()
+        return await asyncio.wait_for(clock.due(2, stop), 1)
+    assert asyncio.run(go()) is None
+
+
+def test_a_ratio_run_mixes_in_as_many_queries_as_the_writes_make_due(tmp_path):
+    """write:3,query:2 on DuckDB: two queries for every three batches answered."""
+    from tsbench.databases.duckdb.load import DuckDBTarget
+
+    ds = resolve(DatasetSpec(use_case="devops", scale=4, seed=6))
+    specs = session.draw(ds, ["single-groupby-1-1-1", "lastpoint"], 2, seed=1, allow_empty=True)
+    t = DuckDBTarget(f"duckdb:{tmp_path / 'r.duckdb'}")
+    res = _stream(t, ds, writers=2, batch_size=200, rate=3000, duration=3, queries=specs, query_ratio=(3, 2))
+    q, due = res.queries, res.batches * 2 // 3
+    assert q["pace"] == "write:3,query:2" and q["errors"] == 0 and res.batches >= 30, q
+    assert due - StreamOptions.query_workers <= q["count"] <= due, (q, res.batches)
 
 
 class LateSink(NullHttpTarget):
@@ -315,7 +350,11 @@ def _notebook_merges_the_histograms(run, cells):
     ("phases: [load, stream]", "phases: stream goes alone"),
     ("phases: [stream]\nstream: {rate: 100, delay: 1}", "stream: rate (open loop) and delay"),
     ("phases: [stream]\nstream: {duration: null}", "stream: give duration (seconds) or points_per_series"),
-    ("phases: [stream]\nmatrix: {stream.writers: [0]}", "matrix.stream.writers: 0:")])
+    ("phases: [stream]\nmatrix: {stream.writers: [0]}", "matrix.stream.writers: 0:"),
+    ("phases: [stream]\nstream: {query_ratio: 'write:9,query:1'}", "set queries: true"),
+    ("phases: [stream]\nstream: {queries: true, query_ratio: '9:1'}", "query_ratio: give write:W,query:Q"),
+    ("phases: [stream]\nstream: {time: 1h}", "time spreads points_per_series points over a span"),
+    ("phases: [stream]\nstream: {time: 1x, points_per_series: 4}", "time: ")])
 def test_a_bad_stream_section_is_one_line_naming_the_field(tmp_path, change, words):
     from tsbench.errors import UserError
     from tsbench.experiment import load_experiment
@@ -336,6 +375,21 @@ def test_time_spreads_each_series_points_over_the_span(tmp_path):
     with duckdb.connect(str(db)) as c:
         minutes = c.sql("SELECT DISTINCT extract(minute FROM time) m FROM cpu ORDER BY m").fetchall()
         assert [m for (m,) in minutes] == [0, 15, 30, 45] and c.sql("SELECT count(*) FROM cpu").fetchall() == [(8,)]
+
+
+def test_an_experiments_stream_time_spreads_the_points_as_time_does(tmp_path):
+    from tsbench.errors import UserError
+    from tsbench.experiment import load_experiment
+    from tsbench.runner import stream_dataset
+
+    f = tmp_path / "t.yaml"
+    f.write_text("name: t\ndatasets: {d: {use_case: cpu-single, scale: 2}}\ntargets: {n: {target: 'null'}}\n"
+                 "phases: [stream]\nstream: {points_per_series: 4, time: 1h}\n")
+    (cell,) = load_experiment(f).cells
+    assert stream_dataset(cell).interval_ns == 15 * 60 * 10**9
+    f.write_text(f.read_text().replace("scale: 2", "scale: 2, interval: 1s"))
+    with pytest.raises(UserError, match="stream.time: it spreads the points over its span: leave dataset d's interval out"):
+        load_experiment(f)
 
 
 def test_the_live_table_shows_each_writer_and_all_of_them():

@@ -341,7 +341,10 @@ def _print_load(s: dict, srv) -> None:
 @click.option("--queries", "queries_file", default=None,
               help="A queries file (tsbench queries generate) to run while writing, each query moved onto the "
                    "freshest data.")
-@click.option("--query-rate", type=POSITIVE, default=1.0, show_default=True, help="Queries per second, open loop.")
+@click.option("--query-rate", type=POSITIVE, default=None, help="Queries per second, open loop. [default: 1]")
+@click.option("--ratio", "ratio", default=None, metavar="write:W,query:Q",
+              help="Instead of --query-rate: Q queries fall due with every W write batches answered "
+                   "(iot-benchmark's operation mix), e.g. write:9,query:1.")
 @click.option("--query-workers", type=AT_LEAST_1, default=2, show_default=True, help="Queries in flight at most.")
 @click.option("--query-window", type=POSITIVE, default=300.0, show_default=True,
               help="Seconds: a moved query covers at most this freshest window.")
@@ -359,8 +362,8 @@ def _print_load(s: dict, srv) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No per-second lines and no summary.")
 def stream(target_name, server, options, server_options, ports, use_case, scale, params, schema_file, seed, start,
            interval, time_span, writers, batch_size, rate, delay, target_latency, duration, points_per_series, max_errors, if_exists,
-           give_up_after, stall_timeout, json_out, seconds_out, queries_file, query_rate, query_workers, query_window,
-           freshness, freshness_every, report_url, metrics_port, keep_server, no_verify, quiet) -> None:
+           give_up_after, stall_timeout, json_out, seconds_out, queries_file, query_rate, ratio, query_workers,
+           query_window, freshness, freshness_every, report_url, metrics_port, keep_server, no_verify, quiet) -> None:
     """Write generated points for a duration or a number of points per series, at a rate
     or as fast as answered (inch's way), with per-second figures; verify the count.
 
@@ -382,8 +385,8 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
                          target_latency=target_latency, duration=duration,
                          points_per_series=points_per_series, max_errors=max_errors, if_exists=if_exists,
                          verify=not no_verify, give_up_after=give_up_after, stall_seconds=stall_timeout,
-                         progress=not quiet, report_url=report_url, metrics_port=metrics_port, query_rate=query_rate,
-                         query_workers=query_workers, query_window=query_window, freshness=freshness,
+                         progress=not quiet, report_url=report_url, metrics_port=metrics_port,
+                         query_rate=query_rate or 1.0, query_ratio=_ratio(ratio, query_rate), query_workers=query_workers, query_window=query_window, freshness=freshness,
                          freshness_every=freshness_every)
     if queries_file:
         from .queries import read_queries
@@ -417,6 +420,14 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
         _print_stream(summary, opts)
 
 
+def _ratio(ratio: str | None, query_rate: float | None) -> tuple[int, int] | None:
+    from .stream.mixed import parse_ratio
+
+    if ratio is not None and query_rate is not None:
+        raise UserError("stream: --ratio (queries due by the writes) and --query-rate (by the clock): give one")
+    return parse_ratio(ratio) if ratio is not None else None
+
+
 def _check_probe(cls, ds, freshness: bool) -> None:
     """--freshness on a target and dataset it can probe, said before a server starts."""
     if freshness:
@@ -426,16 +437,12 @@ def _check_probe(cls, ds, freshness: bool) -> None:
 
 
 def _spread(time_span: str, interval: str | None, points_per_series: int | None) -> str:
-    """--time: the interval that spreads --points-per-series points over the span (in ns)."""
-    from .timeutil import parse_duration
+    from .stream.run import spread_interval
 
     if interval or not points_per_series:
         raise UserError("--time: give it with --points-per-series and without --interval (the interval is "
                         "the span over the points)")
-    step = parse_duration(time_span, "--time") // points_per_series
-    if step < 1:
-        raise UserError(f"--time: {time_span} is shorter than --points-per-series {points_per_series} nanoseconds")
-    return f"{step}ns"
+    return spread_interval(time_span, points_per_series, "--time")
 
 
 def _stream_spec(use_case, scale, params, schema_file, seed, start, interval):
@@ -485,8 +492,9 @@ def _print_stream(s: dict, opts) -> None:
     q = s["queries"]
     if q:
         lat = ", ".join(f"{k} {v:,.2f}" for k, v in q["latency_ms"].items())
-        lines.append(f"  queries while writing: {q['count']:,} of {len(q['types'])} types, {q['errors']} refused; "
-                     f"latency ms (from the schedule): {lat or '-'}"
+        lines.append(f"  queries while writing ({q['pace']}): {q['count']:,} of {len(q['types'])} types, "
+                     f"{q['errors']} refused; "
+                     f"latency ms (from the due time): {lat or '-'}"
                      + (f"; not run: {', '.join(q['unsupported'])}" if q["unsupported"] else ""))
     f = s["freshness"]
     if f:

@@ -114,9 +114,11 @@ class StreamDecl(_Strict):
     target_latency: float | None = Field(None, gt=0)
     duration: float | None = Field(60.0, gt=0)
     points_per_series: int | None = Field(None, ge=1)
+    time: str | None = None                     # spread each series' points_per_series points over it (inch's -time)
     max_errors: int = Field(0, ge=0)
     queries: bool = False
     query_rate: float = Field(1.0, gt=0)
+    query_ratio: str | None = None              # "write:9,query:1": queries due by the writes, not query_rate
     query_workers: int = Field(2, ge=1)
     query_window: float = Field(300.0, gt=0)
     freshness: bool = False
@@ -129,7 +131,34 @@ class StreamDecl(_Strict):
             raise ValueError("give duration (seconds) or points_per_series (or both: the first reached)")
         if self.rate is not None and (self.delay or self.target_latency):
             raise ValueError("rate (open loop) and delay or target_latency (closed loop) do not go together")
+        if self.time is not None:
+            self.interval()
+        if self.query_ratio is not None and not self.queries:
+            raise ValueError("query_ratio mixes in the queries section's types: set queries: true")
+        try:
+            self.ratio()
+        except UserError as exc:
+            raise ValueError(str(exc).replace("--ratio", "query_ratio")) from None
         return self
+
+    def interval(self) -> str | None:
+        """The dataset interval that time gives (None: the dataset's own)."""
+        from .stream.run import spread_interval
+
+        if self.time is None:
+            return None
+        if self.points_per_series is None:
+            raise ValueError("time spreads points_per_series points over a span: give points_per_series")
+        try:
+            return spread_interval(self.time, self.points_per_series, "time")
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+
+    def ratio(self) -> tuple[int, int] | None:
+        """query_ratio as (write batches, queries), or None."""
+        from .stream.mixed import parse_ratio
+
+        return parse_ratio(self.query_ratio) if self.query_ratio is not None else None
 
 
 SECTIONS = {"dataset": DatasetDecl, "target": TargetDecl, "load": LoadDecl, "queries": QueriesDecl,
@@ -397,6 +426,9 @@ def _expand(exp: Experiment, src: _Source) -> list[Cell]:
         settings = _settings(exp, knobs, src)
         _check_cell_target(settings["target"], knobs, src, checked)
         _check_cell_dataset(settings["dataset"], knobs, src, checked)
+        if settings["stream"].time is not None and settings["dataset"].interval is not None:
+            raise src.error(("stream", "time"), "stream.time", f"it spreads the points over its span: leave "
+                            f"dataset {knobs['dataset']}'s interval out")
         here = not exp.query_cells or any(_matches(knobs, m) for m in exp.query_cells)
         for rep in range(exp.repetitions):
             out.append(Cell(id=len(out), dataset_name=knobs["dataset"], target_name=knobs["target"],

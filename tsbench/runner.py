@@ -105,6 +105,8 @@ def stream_dataset(c: Cell):
     from .stream.run import start_now
 
     decl = c.dataset.model_dump()
+    if c.stream.time is not None:
+        decl.update(interval=c.stream.interval(), end=None)
     if c.stream.start == "now":
         decl.update(start=start_now(decl["interval"]), end=None)
     return resolve(DatasetSpec(**decl))
@@ -120,7 +122,8 @@ def stream_columns(ds, res) -> dict:
             "stream_p50_ms": lat.get("p50"), "stream_p99_ms": lat.get("p99"), "stream_max_ms": lat.get("max"),
             "client_cpu_s": s["client_cpu_seconds"], "server_cpu_s": s["server_cpu_seconds"],
             "verified": s["verify"]["ok"], "counted": s["verify"]["counted"], "expected": s["verify"]["expected"],
-            "stream_queries": q.get("count"), "stream_query_errors": q.get("errors"),
+            "stream_query_pace": q.get("pace"), "stream_queries": q.get("count"),
+            "stream_query_errors": q.get("errors"),
             "stream_query_p50_ms": q.get("latency_ms", {}).get("p50"),
             "stream_query_p99_ms": q.get("latency_ms", {}).get("p99"),
             "freshness_p50_ms": f.get("latency_ms", {}).get("p50"), "freshness_p99_ms": f.get("latency_ms", {}).get("p99"),

@@ -2,17 +2,21 @@
 onto the freshest data: a spec with a time range gets the window that ends at the
 writers' frontier (the oldest of the epochs they generate next, to the minute), as long
 as the spec's own window but at most --query-window, a whole number of its buckets. They
-run in turn, open loop at --query-rate from --query-workers workers (a query's latency
-counts from its due time), rendered before the timer. Answers are not checked: the data
+run in turn from --query-workers workers, each due either on the clock (--query-rate,
+open loop) or by the writes (--ratio write:W,query:Q, iot-benchmark's operation mix: Q
+queries fall due with every W batches answered, at that batch's answer); a query's
+latency counts from its due time, rendered before the timer. Answers are not checked: the data
 moves under them; the point is their latency under load, per type and second. A refused
 query is counted per type and does not stop the run."""
 
 from __future__ import annotations
 
 import asyncio
+import math
+import re
 import time
 
-from ..errors import Fatal, Retryable, Unsupported
+from ..errors import Fatal, Retryable, Unsupported, UserError
 from ..queries.base import QuerySpec
 from .stats import histogram, LOWEST_US, HIGHEST_US
 
@@ -29,6 +33,68 @@ def fresh(spec: QuerySpec, frontier_ns: int, floor_ns: int, window_ns: int) -> Q
     span = max(step, span // step * step)
     end = max(frontier_ns // MINUTE_NS * MINUTE_NS, floor_ns + span)
     return QuerySpec(spec.id, spec.type, {**p, "start": end - span, "end": end})
+
+
+def parse_ratio(text: str) -> tuple[int, int]:
+    """`write:9,query:1` as (9, 1): write batches to queries."""
+    m = re.fullmatch(r"\s*write\s*:\s*(\d+)\s*,\s*query\s*:\s*(\d+)\s*", text or "")
+    if not m or int(m[1]) < 1 or int(m[2]) < 1:
+        raise UserError(f"--ratio: give write:W,query:Q with whole numbers of at least 1 "
+                        f"(write batches to queries), e.g. write:9,query:1; got {text!r}")
+    return int(m[1]), int(m[2])
+
+
+class RateClock:
+    """Query k is due at t0 + k / rate (open loop)."""
+
+    def __init__(self, t0: float, rate: float):
+        self.t0, self.rate = t0, rate
+        self.pace = f"{rate:g} queries/s"
+
+    async def due(self, k: int, stop: asyncio.Event) -> float | None:
+        """Its due time, once reached; None when the run stops first."""
+        due = self.t0 + k / self.rate
+        wait = due - time.perf_counter()
+        if wait > 0:
+            try:
+                await asyncio.wait_for(stop.wait(), wait)
+                return None
+            except TimeoutError:
+                pass
+        return due
+
+
+class RatioClock:
+    """Query k is due when the write batch that brings the batches answered to (k + 1) x
+    writes / queries is answered, at that answer's time; writers call answered()."""
+
+    POLL_S = 0.1                   # a waiting worker looks at the run's stop this often
+
+    def __init__(self, writes: int, queries: int):
+        self.per_query = writes / queries
+        self.pace = f"write:{writes},query:{queries}"
+        self.batches = 0
+        self.due_at: dict[int, float] = {}
+        self._next = 0             # the next query not yet due
+        self._wake = asyncio.Event()
+
+    def answered(self, _writer: int, _rows: int, done: float) -> None:
+        self.batches += 1
+        while math.ceil((self._next + 1) * self.per_query - 1e-9) <= self.batches:
+            self.due_at[self._next] = done
+            self._next += 1
+        self._wake.set()
+        self._wake = asyncio.Event()
+
+    async def due(self, k: int, stop: asyncio.Event) -> float | None:
+        while k not in self.due_at:
+            if stop.is_set():
+                return None
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.POLL_S)
+            except TimeoutError:
+                pass
+        return self.due_at.pop(k)
 
 
 class QueryStats:
@@ -69,10 +135,10 @@ class QueryStats:
 class Queries:
     """The query workers of one stream run."""
 
-    def __init__(self, target, specs: list[QuerySpec], rate: float, workers: int, window_s: float, floor_ns: int,
-                 frontier, t0: float):
-        self.target, self.specs, self.rate, self.workers = target, specs, rate, workers
-        self.window_ns, self.floor_ns, self.frontier, self.t0 = int(window_s * 1e9), floor_ns, frontier, t0
+    def __init__(self, target, specs: list[QuerySpec], clock: RateClock | RatioClock, workers: int, window_s: float,
+                 floor_ns: int, frontier):
+        self.target, self.specs, self.clock, self.workers = target, specs, clock, workers
+        self.window_ns, self.floor_ns, self.frontier = int(window_s * 1e9), floor_ns, frontier
         self.stats = QueryStats()
         self.unsupported: dict[str, str] = {}
         self.first_error = ""
@@ -102,16 +168,10 @@ class Queries:
         while not stop.is_set():
             k = self._next
             self._next += 1
-            spec = self.specs[k % len(self.specs)]
-            due = self.t0 + k / self.rate
-            wait = due - time.perf_counter()
-            if wait > 0:
-                try:
-                    await asyncio.wait_for(stop.wait(), wait)
-                    return
-                except TimeoutError:
-                    pass
-            await self._one(spec, due)
+            due = await self.clock.due(k, stop)
+            if due is None:
+                return
+            await self._one(self.specs[k % len(self.specs)], due)
 
     async def _one(self, spec: QuerySpec, due: float) -> None:
         try:

@@ -26,7 +26,7 @@ from ..watch import Stalled, bounded, watchdog
 from .fresh import Freshness, check_probe
 from .live import LiveTable
 from .metrics import MetricsEndpoint
-from .mixed import Queries
+from .mixed import Queries, RateClock, RatioClock
 from .pace import Pacer
 from .report import LineReport, check_url
 from .source import BatchSource
@@ -60,6 +60,7 @@ class StreamOptions:
     target_latency: float | None = None  # seconds: the closed loop's delay adapts to keep latency about here
     queries: list | None = None          # QuerySpecs run while writing (mixed.py)
     query_rate: float = 1.0              # queries/s, open loop
+    query_ratio: tuple[int, int] | None = None  # (write batches, queries): queries due by the writes instead
     query_workers: int = 2
     query_window: float = 300.0          # seconds: the freshest window a moved query covers at most
     freshness: bool = False              # probe the time from a write's answer until a count sees it (fresh.py)
@@ -89,6 +90,8 @@ class StreamOptions:
             raise UserError(f"--freshness-every: must be positive, got {self.freshness_every:g}")
         if self.queries is not None and not (self.query_rate > 0 and self.query_window > 0 and self.query_workers >= 1):
             raise UserError("--query-rate and --query-window: must be positive; --query-workers: at least 1")
+        if self.query_ratio is not None and self.queries is None:
+            raise UserError("--ratio: the queries to mix in come from --queries (a queries file)")
 
 
 def stream_options(decl, queries: list | None, progress: bool = True) -> StreamOptions:
@@ -97,7 +100,7 @@ def stream_options(decl, queries: list | None, progress: bool = True) -> StreamO
                          target_latency=decl.target_latency, duration=decl.duration,
                          points_per_series=decl.points_per_series, max_errors=decl.max_errors, if_exists="drop",
                          stall_seconds=decl.stall_timeout, progress=progress, queries=queries,
-                         query_rate=decl.query_rate, query_workers=decl.query_workers,
+                         query_rate=decl.query_rate, query_ratio=decl.ratio(), query_workers=decl.query_workers,
                          query_window=decl.query_window, freshness=decl.freshness,
                          freshness_every=decl.freshness_every)
 
@@ -162,6 +165,16 @@ def start_now(interval: str | None) -> str:
     return format_time(time.time_ns() // step * step)
 
 
+def spread_interval(time_span: str, points_per_series: int, what: str) -> str:
+    """inch's -time: the interval that spreads points_per_series points over the span (in ns)."""
+    from ..timeutil import parse_duration
+
+    step = parse_duration(time_span, what) // points_per_series
+    if step < 1:
+        raise UserError(f"{what}: {time_span} is shorter than {points_per_series} points per series nanoseconds")
+    return f"{step}ns"
+
+
 def _epochs(ds: Dataset, opts: StreamOptions) -> int:
     if opts.points_per_series is not None:
         return opts.points_per_series
@@ -205,6 +218,7 @@ class _Writers:
         self.stop = asyncio.Event()
         self.failure: list[str] = []
         self.probe: Freshness | None = None
+        self.listeners: list = []         # called with (writer, its rows answered, time) at each answered batch
 
     async def all(self) -> None:
         try:
@@ -234,8 +248,8 @@ class _Writers:
                 continue
             done = time.perf_counter()
             stats.answered(w, done - start, b.rows, b.values, b.nbytes)
-            if self.probe is not None:
-                self.probe.acked(w, stats.rows_total[w], done)
+            for listener in self.listeners:
+                listener(w, stats.rows_total[w], done)
             pacer.sent(b.rows, done, done - start)
             if not opts.rate:
                 stats.delay(w, pacer.delay)
@@ -260,10 +274,13 @@ async def _timed(target, ds: Dataset, sources, stats: Stats, opts: StreamOptions
     mixed = _mixed(target, ds, sources, opts, t0)
     if mixed is not None:
         stats.also_roll.append(mixed.stats.roll)
+        if isinstance(mixed.clock, RatioClock):
+            run.listeners.append(mixed.clock.answered)
     probe = _probe(target, ds, stats, opts) if opts.freshness else None
     if probe is not None:
         stats.also_roll.append(probe.stats.roll)
         run.probe = probe
+        run.listeners.append(probe.acked)
     sinks = await _open_sinks(opts, res.target)
     lines = opts.progress and not any(isinstance(s, LiveTable) for s in sinks)
     ticker = asyncio.create_task(_tick(stats, t0, lines, res.target, sinks))
@@ -308,8 +325,8 @@ def _mixed(target, ds: Dataset, sources, opts: StreamOptions, t0: float) -> Quer
 
     def frontier() -> int:
         return ds.start_ns + min(s.epoch for s in sources) * ds.interval_ns
-    return Queries(target, list(opts.queries), opts.query_rate, opts.query_workers, opts.query_window,
-                   ds.start_ns, frontier, t0)
+    clock = RatioClock(*opts.query_ratio) if opts.query_ratio else RateClock(t0, opts.query_rate)
+    return Queries(target, list(opts.queries), clock, opts.query_workers, opts.query_window, ds.start_ns, frontier)
 
 
 def _probe(target, ds: Dataset, stats: Stats, opts: StreamOptions) -> Freshness:
@@ -321,7 +338,7 @@ def _query_totals(mixed: Queries, res: StreamResult) -> None:
     t = mixed.stats.table
     h = mixed.stats.total
     res.query_table = t
-    res.queries = {"count": sum(r["queries"] for r in t), "errors": sum(r["errors"] for r in t),
+    res.queries = {"pace": mixed.clock.pace, "count": sum(r["queries"] for r in t), "errors": sum(r["errors"] for r in t),
                    "first_error": mixed.first_error, "unsupported": mixed.unsupported,
                    "latency_ms": {"p50": h.get_value_at_percentile(50) / 1e3, "p99": h.get_value_at_percentile(99) / 1e3,
                                   "max": h.get_max_value() / 1e3} if h.get_total_count() else {},

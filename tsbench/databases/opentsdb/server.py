@@ -84,6 +84,9 @@ def hbase_settings(datadir: pathlib.Path, ports: dict[str, int]) -> dict[str, st
         "hbase.master.wait.on.regionservers.maxtostart": "1",   # its one region server: no 4.5 s wait for more
         "hbase.master.hfilecleaner.ttl": "0",     # compacted-away files and flushed WALs: deleted by /compact
         "hbase.master.logcleaner.ttl": "0",
+        # one region server gains nothing from splitting a table, and OpenTSDB 2.4's asynchbase
+        # lost acknowledged points while the tsdb table's regions split under a day's load
+        "hbase.regionserver.region.split.policy": "org.apache.hadoop.hbase.regionserver.DisabledRegionSplitPolicy",
     }
 
 
