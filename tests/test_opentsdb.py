@@ -165,6 +165,12 @@ def test_unreachable_url_is_one_line(devops):
     assert p.returncode == 2 and len(err.splitlines()) == 1 and "opentsdb" in err and "Traceback" not in err, err
 
 
+def _ctrl_c_acts() -> None:
+    """In the child, SIGINT as on a terminal: a pytest started in the background (`cmd &`)
+    ignores it, and a process inherits that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sigint_mid_load_leaves_no_process_of_the_server(tmp_path):
     """`load --server local` interrupted while it loads: exit 130, and the JVM that ran
     HBase and OpenTSDB (and any process under it) is gone."""
@@ -172,7 +178,7 @@ def test_sigint_mid_load_leaves_no_process_of_the_server(tmp_path):
     before = set(os.listdir(run_dir)) if os.path.isdir(run_dir) else set()
     p = subprocess.Popen([sys.executable, "-m", "tsbench", "load", "-t", "opentsdb", "-b", "200", "--generate",
                           "use_case=devops,scale=10,end=2016-01-01T06:00:00Z,seed=2", str(tmp_path / "d.csv")],
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_acts)
     pids: set[int] = set()
     deadline = time.monotonic() + 240
     os.set_blocking(p.stderr.fileno(), False)
