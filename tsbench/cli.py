@@ -386,7 +386,8 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
                          points_per_series=points_per_series, max_errors=max_errors, if_exists=if_exists,
                          verify=not no_verify, give_up_after=give_up_after, stall_seconds=stall_timeout,
                          progress=not quiet, report_url=report_url, metrics_port=metrics_port,
-                         query_rate=query_rate or 1.0, query_ratio=_ratio(ratio, query_rate), query_workers=query_workers, query_window=query_window, freshness=freshness,
+                         query_rate=query_rate or 1.0, query_ratio=_ratio(ratio, query_rate),
+                         query_workers=query_workers, query_window=query_window, freshness=freshness,
                          freshness_every=freshness_every)
     if queries_file:
         from .queries import read_queries

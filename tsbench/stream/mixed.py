@@ -5,14 +5,13 @@ as the spec's own window but at most --query-window, a whole number of its bucke
 run in turn from --query-workers workers, each due either on the clock (--query-rate,
 open loop) or by the writes (--ratio write:W,query:Q, iot-benchmark's operation mix: Q
 queries fall due with every W batches answered, at that batch's answer); a query's
-latency counts from its due time, rendered before the timer. Answers are not checked: the data
-moves under them; the point is their latency under load, per type and second. A refused
+latency counts from its due time, rendered before the timer. Answers are not checked: the
+data moves under them; the point is their latency under load, per type and second. A refused
 query is counted per type and does not stop the run."""
 
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 import time
 
@@ -71,7 +70,7 @@ class RatioClock:
     POLL_S = 0.1                   # a waiting worker looks at the run's stop this often
 
     def __init__(self, writes: int, queries: int):
-        self.per_query = writes / queries
+        self.writes, self.queries = writes, queries
         self.pace = f"write:{writes},query:{queries}"
         self.batches = 0
         self.due_at: dict[int, float] = {}
@@ -80,7 +79,7 @@ class RatioClock:
 
     def answered(self, _writer: int, _rows: int, done: float) -> None:
         self.batches += 1
-        while math.ceil((self._next + 1) * self.per_query - 1e-9) <= self.batches:
+        while -(-(self._next + 1) * self.writes // self.queries) <= self.batches:     # ceil, in integers
             self.due_at[self._next] = done
             self._next += 1
         self._wake.set()

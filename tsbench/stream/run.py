@@ -171,7 +171,8 @@ def spread_interval(time_span: str, points_per_series: int, what: str) -> str:
 
     step = parse_duration(time_span, what) // points_per_series
     if step < 1:
-        raise UserError(f"{what}: {time_span} is shorter than {points_per_series} points per series nanoseconds")
+        raise UserError(f"{what}: {time_span} is shorter than one nanosecond per point ({points_per_series} points "
+                        f"per series)")
     return f"{step}ns"
 
 
