@@ -299,7 +299,7 @@ def fig_query_p99_by_rate(cells):
         return None
     ok = cells[(cells["status"] == "ok") & cells["stream_query_p99_ms"].notna()]
     fig = _points_per_target(ok, "rows_per_s", "stream_query_p99_ms", "write rate reached, rows/s",
-                             "query p99 ms (from the schedule)")
+                             "query p99 ms (from the due time)")
     return ("Stream: query latency while writing", "p99 of the queries run while writing (all types, latency from "
             "each query's due time) against the cell's write rate.", _png(fig))
 
