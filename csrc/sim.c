@@ -527,7 +527,7 @@ typedef struct sink {
     char *buf;
     uint64_t cap, used;
     const ts_columns *cols;
-    int64_t col_cap;
+    int64_t row_cap;      /* records this call may write (columns: the arrays' length) */
     ts_fill_result *res;
 } sink;
 
@@ -572,10 +572,10 @@ static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, cons
     const ts_series *se = &sim->series[s];
     int64_t time_ns = sim->start_ns + epoch * sim->interval_ns;
     int64_t nvals = sim->visible[s] - (null_field >= 0);
+    if (k->res->rows >= k->row_cap) return 0;
     if (k->fmt < 0) {
         const ts_columns *c = k->cols;
         int64_t i = k->res->rows;
-        if (i >= k->col_cap) return 0;
         c->time[i] = time_ns;
         c->entity[i] = sim->entity_lo + el;
         c->series[i] = s;
@@ -722,8 +722,17 @@ int32_t ts_sim_fill(ts_sim *sim, int32_t fmt, char *buf, uint64_t cap, int64_t *
     if (marks && marks_cap < 2) return TS_ERR_ARG;
     memset(out, 0, sizeof *out);
     if (cap < ts_sim_record_bound(sim, fmt)) return TS_ERR_SPACE;
-    sink k = {fmt, buf, cap, 0, NULL, 0, out};
+    sink k = {fmt, buf, cap, 0, NULL, INT64_MAX, out};
     return run(sim, &k, marks, marks_cap);
+}
+
+int32_t ts_sim_fill_rows(ts_sim *sim, int32_t fmt, char *buf, uint64_t cap, int64_t max_rows, ts_fill_result *out)
+{
+    if (!sim || !out || !buf || fmt < 0 || fmt >= TS_FMT_COUNT || max_rows < 1) return TS_ERR_ARG;
+    memset(out, 0, sizeof *out);
+    if (cap < ts_sim_record_bound(sim, fmt)) return TS_ERR_SPACE;
+    sink k = {fmt, buf, cap, 0, NULL, max_rows, out};
+    return run(sim, &k, NULL, 0);
 }
 
 int32_t ts_sim_fill_columns(ts_sim *sim, const ts_columns *cols, int64_t cap, ts_fill_result *out)

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 /* CDEF BEGIN */
-#define TS_API_VERSION 5
+#define TS_API_VERSION 6
 
 /* step distributions: normal(mean=a, sd=b) | uniform[a, b) | constant a */
 enum { TS_DIST_NORMAL = 0, TS_DIST_UNIFORM = 1, TS_DIST_CONST = 2 };
@@ -169,6 +169,11 @@ uint64_t ts_sim_record_bound(const ts_sim *sim, int32_t fmt);
  * stops when the next record or mark does not fit. */
 int32_t ts_sim_fill(ts_sim *sim, int32_t fmt, char *buf, uint64_t cap,
                     int64_t *marks, int64_t marks_cap, ts_fill_result *out);
+
+/* as ts_sim_fill without marks, stopping after max_rows (>= 1) records as well:
+ * a stream's batch of exactly max_rows records, made where it is sent from */
+int32_t ts_sim_fill_rows(ts_sim *sim, int32_t fmt, char *buf, uint64_t cap, int64_t max_rows,
+                         ts_fill_result *out);
 
 /* the same records as columns; at most cap records */
 int32_t ts_sim_fill_columns(ts_sim *sim, const ts_columns *cols, int64_t cap, ts_fill_result *out);

@@ -83,6 +83,29 @@ def test_small_buffers_give_the_same_bytes():
     assert small == big and len(fills) > 100
 
 
+@pytest.mark.parametrize("fmt,size", [("influx", 1 << 22), ("csv", 0)])
+def test_fill_rows_makes_batches_of_exactly_max_rows_of_the_same_bytes(fmt, size):
+    ds = dataset(use_case="iot", scale=5, end="2016-01-01T01:00:00Z", seed=3)   # late records too
+    mk = lambda: Simulator(ds.compiled, 3, 0, 5, ds.start_ns, ds.interval_ns, ds.epochs)
+    whole, fills = _all(mk(), fmt, 1 << 22)
+    sim = mk()
+    buf = bytearray(size or sim.record_bound(fmt) + 100)      # 0: room for one record, refilled
+    out, rows, values = [], [], 0
+    while True:
+        r = sim.fill_rows(fmt, buf, 7)
+        out.append(bytes(buf[: r.bytes]))
+        rows.append(r.rows)
+        values += r.values
+        if r.done:
+            break
+    assert b"".join(out) == whole
+    assert sum(rows) == sum(f.rows for f in fills) and values == sum(f.values for f in fills)
+    if size:
+        assert set(rows[:-1]) == {7} and 0 < rows[-1] <= 7
+    with pytest.raises(RuntimeError, match="bad argument"):
+        sim.fill_rows(fmt, buf, 0)
+
+
 def test_epoch_marks_cut_the_output_at_epochs():
     ds = dataset(use_case="devops", scale=2, end="2016-01-01T00:05:00Z", seed=3)
     sim = Simulator(ds.compiled, 3, 0, 2, ds.start_ns, ds.interval_ns, ds.epochs)
@@ -127,4 +150,4 @@ def test_stale_build_is_reported_in_one_line(tmp_path):
 
 
 def test_api_version_matches():
-    assert lib.ts_api_version() == native.API_VERSION == 5
+    assert lib.ts_api_version() == native.API_VERSION == 6

@@ -20,11 +20,14 @@ import pytest
 from faultserver import FaultServer
 
 from conftest import run_cli, run_notebook
-from tsbench import session
+from tsbench import native, session
+from tsbench.batches import csv_layout
 from tsbench.connect import connect
+from tsbench.datafile import tables_of
 from tsbench.databases.null.load import NullHttpTarget, NullTarget
 from tsbench.dataset import DatasetSpec, resolve
 from tsbench.generate import generate
+from tsbench.stream import source
 from tsbench.stream.run import StreamError, StreamOptions, stream
 from tsbench.stream.stats import merged
 
@@ -37,9 +40,11 @@ class Capture(NullTarget):
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
         self.batches: list[tuple[bytes, int]] = []
+        self.values: list[int] = []
 
     async def write(self, batch) -> None:
         self.batches.append((bytes(batch.data), batch.rows))
+        self.values.append(batch.values)
         await super().write(batch)
 
 
@@ -62,7 +67,19 @@ def test_one_writer_streams_the_bytes_generate_writes(tmp_path, fmt):
     assert b"".join(b for b, _ in t.batches) == (tmp_path / "d").read_bytes()
     rows = [n for _, n in t.batches]
     assert set(rows[:-1]) == {7} and 0 < rows[-1] <= 7 and res.rows == sum(rows)   # exactly --batch-size
+    layout = csv_layout(tables_of(ds, 0, 0)) if fmt == "csv" else None
+    assert t.values == [native.cut(fmt, b, 0, len(b), 7, True, layout).values for b, _ in t.batches]  # as load counts
     assert res.verified and res.counted == res.rows == ds.entities * 9 * ds.epochs
+
+
+def test_a_buffer_that_grows_mid_batch_keeps_the_bytes(tmp_path, monkeypatch):
+    monkeypatch.setattr(source, "START_BYTES", 0)                       # room for two records at first
+    ds = resolve(DatasetSpec(**SPEC))
+    generate(ds, "influx", str(tmp_path / "d"), show_progress=False)
+    src = source.BatchSource(ds, "influx", 0, ds.entities, ds.epochs, 500)
+    first = len(src.buf)
+    batches = iter(src.next, None)
+    assert b"".join(bytes(b.data) for b in batches) == (tmp_path / "d").read_bytes() and len(src.buf) > first
 
 
 def test_each_writer_streams_its_group_of_the_entities(tmp_path):

@@ -14,7 +14,7 @@ import numpy as np
 from .errors import UserError
 from .schema import FAULT_SETTINGS, Compiled
 
-API_VERSION = 5  # TS_API_VERSION of the csrc/tsbench.h this package was written against
+API_VERSION = 6  # TS_API_VERSION of the csrc/tsbench.h this package was written against
 
 FORMATS = {"influx": 0, "csv": 1}  # TS_FMT_* values
 
@@ -143,6 +143,12 @@ class Simulator:
         else:
             cm, mcap = ffi.cast("int64_t *", marks.ctypes.data), len(marks)
         self._check_fill(lib.ts_sim_fill(self._sim, FORMATS[fmt], cbuf, len(cbuf), cm, mcap, self._res), "fill")
+        return _fill(self._res)
+
+    def fill_rows(self, fmt: str, buf, max_rows: int) -> Fill:
+        """Fill `buf` with whole records, at most max_rows of them."""
+        cbuf = ffi.from_buffer(buf, require_writable=True)
+        self._check_fill(lib.ts_sim_fill_rows(self._sim, FORMATS[fmt], cbuf, len(cbuf), max_rows, self._res), "fill")
         return _fill(self._res)
 
     def _check_fill(self, rc: int, what: str) -> None:

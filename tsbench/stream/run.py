@@ -15,7 +15,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from ..batches import csv_layout
 from ..datafile import tables_of
 from ..dataset import Dataset
 from ..databases.target import Target
@@ -192,9 +191,8 @@ async def stream(target: Target, ds: Dataset, opts: StreamOptions, server_pids: 
     writers = min(opts.writers, ds.entities)          # a writer owns at least one entity
     shares = [ds.group_range(w, writers) for w in range(writers)]
     tables = tables_of(ds, 0, 0)
-    layout = csv_layout(tables) if fmt == "csv" else None
     epochs = _epochs(ds, opts)
-    sources = [BatchSource(ds, fmt, lo, hi, epochs, opts.batch_size, layout) for lo, hi in shares]
+    sources = [BatchSource(ds, fmt, lo, hi, epochs, opts.batch_size) for lo, hi in shares]
     stats = Stats(writers, [(hi - lo) * len(ds.schema.series) for lo, hi in shares])
     res = StreamResult(cls.name, target.url, writers, count_unit=cls.count_unit)
     await bounded(f"create in {cls.name}", opts.stall_seconds, target.create(tables, opts.if_exists))
