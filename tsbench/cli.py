@@ -152,6 +152,10 @@ def generate(use_case, scale, start, end, interval, seed, fmt, output, compress,
               help="Load processes, each with --workers workers over a share of the file.")
 @click.option("--if-exists", type=click.Choice(["abort", "reuse", "drop"]), default="abort", show_default=True,
               help="When the database already holds data.")
+@click.option("--cluster", default=None, metavar="ADDRESS",
+              help="Spread the load over a Dask cluster, one client slot per worker, each over its share "
+                   "of DATAFILE (a path every worker sees): local:N (N worker processes here) or "
+                   "tcp://HOST:PORT (a running Dask scheduler).")
 @click.option("--option", "-O", "options", multiple=True, metavar="KEY=VALUE",
               help="Target option, repeatable: influx api=v2; postgres tags=inline index=brin ...")
 @click.option("--server-option", "server_options", multiple=True, metavar="KEY=VALUE",
@@ -172,9 +176,9 @@ def generate(use_case, scale, start, end, interval, seed, fmt, output, compress,
 @click.option("--no-compact", is_flag=True, help="Skip compaction before measuring disk bytes.")
 @click.option("--check-data", is_flag=True, help="Check the data file's sha256 against its manifest first.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
-def load(datafile, target_name, server, workers, batch_size, processes, if_exists, options, server_options,
-         ports, gen, give_up_after, stall_timeout, json_out, keep_server, no_verify, no_compact, check_data,
-         quiet) -> None:
+def load(datafile, target_name, server, workers, batch_size, processes, if_exists, cluster, options,
+         server_options, ports, gen, give_up_after, stall_timeout, json_out, keep_server, no_verify, no_compact,
+         check_data, quiet) -> None:
     """Phase 2: load a generated data file into a database, verify the count,
     compact and measure disk bytes.
 
@@ -184,6 +188,7 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
       python -m tsbench load devops.lp --target influx --server local
       python -m tsbench load --target postgres -O index=brin \\
         --generate use_case=devops,scale=10,end=2016-01-01T02:00:00Z
+      python -m tsbench load devops.lp --target influx --cluster local:2
     """
     from . import databases
     from .load import LoadOptions
@@ -191,11 +196,25 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
     cls = databases.target_class(target_name)
     opts = LoadOptions(workers=workers, batch_size=batch_size, processes=processes, if_exists=if_exists,
                        verify=not no_verify, compact=not no_compact, progress=not quiet,
-                       give_up_after=give_up_after, stall_seconds=stall_timeout)
+                       give_up_after=give_up_after, stall_seconds=stall_timeout, cluster=cluster)
     opts.check()
+    if cluster:
+        from .cluster.address import parse
+
+        parse(cluster)
     topts = _params(options, "--option")
     cls.parse_options(secrets.resolve_env(topts, f"target {cls.name}"))
     scratch = None
+    if gen is not None and cluster:
+        if datafile is not None:
+            raise UserError("load: with --cluster, --generate makes each worker's share on that worker; "
+                            "give no DATAFILE (or load a DATAFILE every worker sees, without --generate)")
+        from .cluster.shares import GeneratedData
+
+        data = GeneratedData(_spec_of(gen), cls.format)
+        _load_data(data, target_name, server, opts, topts, server_options, ports, keep_server, json_out,
+                   quiet, workers, batch_size, processes)
+        return
     if gen is not None:
         if datafile is None:             # generated into a temporary dir, removed after the load
             import tempfile
@@ -217,13 +236,21 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
 
 def _load_file(datafile, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet,
                workers, batch_size, processes, check_data=False) -> None:
+    from .datafile import open_datafile
+
+    df = open_datafile(datafile, check_data=check_data)
+    _load_data(df, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet,
+               workers, batch_size, processes)
+
+
+def _load_data(df, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet,
+               workers, batch_size, processes) -> None:
+    """Load a data file, or (GeneratedData) the shares the cluster's workers generate."""
     import asyncio
 
     from . import session
-    from .datafile import open_datafile
     from .load import LoadError
 
-    df = open_datafile(datafile, check_data=check_data)
     reach = session.Reach(target_name, server, topts, _params(server_options, "--server-option"), _ports(ports),
                           keep_server)
 
@@ -235,10 +262,11 @@ def _load_file(datafile, target_name, server, opts, topts, server_options, ports
                 if json_out:
                     failed = exc.result.summary() if getattr(exc, "result", None) else \
                         {"status": "failed", "reason": str(exc)}
-                    _write_json(json_out, {**failed, "data_file": str(df.path)})
+                    _write_json(json_out, {**failed, "data_file": df.path and str(df.path)})
                 raise
             summary = res.summary()
-            summary.update(data_file=str(df.path), format=df.format, server=server,
+            summary.update(data_file=df.path and str(df.path), shares=getattr(df, "shares", None),
+                           format=df.format, server=server,
                            server_version=await session.server_version(c),
                            workers=workers, batch_size=batch_size, processes=processes)
             if json_out:
@@ -249,15 +277,20 @@ def _load_file(datafile, target_name, server, opts, topts, server_options, ports
     asyncio.run(go())
 
 
-def _generate_for(gen: str, fmt: str, datafile: str, quiet: bool) -> None:
+def _spec_of(gen: str):
+    """--generate KEY=VALUE,... as the resolved dataset."""
     from .dataset import DatasetSpec, resolve
-    from .generate import generate as run_gen
 
     kv = {k.replace("-", "_"): v for k, v in _params(tuple(x for x in gen.split(",") if x), "--generate").items()}
     spec_keys = set(DatasetSpec.model_fields) - {"params"}
     params = {k: v for k, v in kv.items() if k not in spec_keys}
-    spec = DatasetSpec(**{k: v for k, v in kv.items() if k in spec_keys}, params=params)
-    run_gen(resolve(spec), fmt, datafile, None, None, 1, 1, show_progress=not quiet)
+    return resolve(DatasetSpec(**{k: v for k, v in kv.items() if k in spec_keys}, params=params))
+
+
+def _generate_for(gen: str, fmt: str, datafile: str, quiet: bool) -> None:
+    from .generate import generate as run_gen
+
+    run_gen(_spec_of(gen), fmt, datafile, None, None, 1, 1, show_progress=not quiet)
 
 
 def _write_json(path: str, data: dict, indent: int = 2) -> None:
@@ -281,6 +314,10 @@ def _print_load(s: dict, srv) -> None:
         + (f" x {s['processes']} processes" if s["processes"] > 1 else ""),
         f"  backoffs: {s['backoffs']} ({s['backoff_seconds']:.2f} s)",
     ]
+    for c in s["client_slots"]:
+        lines.append(f"  client slot {c['slot']} on {c['worker']} ({c['host']}): {c['rows']:,} rows in "
+                     f"{c['seconds']:.2f} s, CPU {c['cpu_seconds']:.2f} s, first batch "
+                     f"{c['start_to_first_batch_s']} s after the start")
     if v["ok"] is not None:
         lines.append(f"  verified: {v['counted']:,} {v['unit']} (expected {v['expected']:,})")
     if s["compact_seconds"] is not None:

@@ -18,6 +18,11 @@ def yaml_error(path, exc: Exception) -> UserError:
     return UserError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', None) or exc}{at})")
 
 
+class LoadError(UserError):
+    """A load or stream that failed (phase 2): the server's words, a client slot's
+    cause, or a count shortfall."""
+
+
 class Retryable(Exception):
     """The server pushed back (overload, 429/503, reset): retry the same batch later."""
 

@@ -13,28 +13,24 @@ from __future__ import annotations
 import asyncio
 import multiprocessing as mp
 import os
-import random
 import resource
+import socket
 import sys
 import time
 from dataclasses import dataclass, field
 
 from .batches import BatchReader, byte_ranges, csv_layout
+from .cluster.drive import maybe_cluster
+from .pump import N_COUNTERS, first_error, pump
 from .datafile import DataFile
 from .errors import UserError
 from .databases.server import allocated_bytes
 from .databases.target import Target
-from .errors import Fatal, Retryable
+from .errors import Fatal, LoadError, Retryable
 from .model import Tables
 from .watch import Stalled, bounded, watchdog
 
-# shared counters, one row per process: rows, values, bytes, batches, backoffs, backoff_us
-N_COUNTERS = 6
 COMPACT_STALLS = 15          # compaction may take this many --stall-timeout bounds (30 min at the default)
-
-
-class LoadError(UserError):
-    """A load that failed: the server's words, or a count shortfall."""
 
 
 @dataclass
@@ -50,6 +46,7 @@ class LoadOptions:
     give_up_after: float = 300.0    # seconds of push-back on one batch before failing
     stall_seconds: float = 120.0    # seconds with no batch answered (acknowledged or pushed back) before failing
     progress: bool = True
+    cluster: str | None = None      # --cluster: local:N or tcp://HOST:PORT of a Dask scheduler
 
     def check(self) -> None:
         if self.workers < 1:
@@ -58,6 +55,9 @@ class LoadOptions:
             raise UserError(f"--batch-size: must be at least 1 row, got {self.batch_size}")
         if self.processes < 1:
             raise UserError(f"--processes: must be at least 1, got {self.processes}")
+        if self.cluster and self.processes > 1:
+            raise UserError("--processes: with --cluster each Dask worker is one client process; "
+                            "start more workers instead")
         if self.stall_seconds <= 0:
             raise UserError(f"--stall-timeout: must be positive seconds, got {self.stall_seconds:g}")
 
@@ -84,6 +84,8 @@ class LoadResult:
     datadir_bytes: int | None = None                 # allocated blocks of the local server's data dir
     own_disk_bytes: int | None = None                # the database's own size figure (its own_disk_figure)
     timeline: list = field(default_factory=list)
+    clients: list = field(default_factory=list)      # --cluster: each slot's worker, host and figures
+    counted_by_slots: int | None = None              # --cluster into a target whose count is local
     status: str = "ok"
     reason: str = ""
 
@@ -107,73 +109,13 @@ class LoadResult:
                        "ok": self.verified},
             "compact_seconds": None if self.compact_seconds is None else round(self.compact_seconds, 3),
             "disk": self.disk, "timeline": self.timeline,
+            "clients": len(self.clients) or 1,
+            "client_hosts": sorted({c["host"] for c in self.clients}) or [socket.gethostname()],
+            "client_slots": self.clients,
         }
 
 
 # ---- one process: workers over a batch iterator ---------------------------------------------
-
-async def write_with_backoff(target: Target, b, opts, rng: random.Random, backed_off) -> None:
-    """target.write(b), again after a jittered exponential backoff (opts.backoff_base doubled
-    per push-back, at most opts.backoff_cap) while the server pushes back (Retryable), for at
-    most opts.give_up_after seconds; backed_off(pause) hears of each pause. Load and stream
-    share it."""
-    attempt, first = 0, None
-    while True:
-        try:
-            await target.write(b)
-            return
-        except Retryable as exc:
-            now = time.monotonic()
-            first = first or now
-            if now - first > opts.give_up_after:
-                raise LoadError(f"gave up after {now - first:.0f} s of push-back on one batch: {exc}") from None
-            pause = rng.uniform(0, min(opts.backoff_cap, opts.backoff_base * (2 ** attempt)))
-            attempt += 1
-            backed_off(pause)
-            await asyncio.sleep(pause)
-
-
-async def _pump(target: Target, batches, opts: LoadOptions, counters, slot: int) -> None:
-    """Keep opts.workers batches in flight until the iterator is exhausted."""
-    base = slot * N_COUNTERS
-    queue: asyncio.Queue = asyncio.Queue(maxsize=opts.workers)
-    rng = random.Random(slot)
-
-    def backed_off(pause: float) -> None:
-        counters[base + 4] += 1
-        counters[base + 5] += int(pause * 1e6)
-
-    async def send(b) -> None:
-        await write_with_backoff(target, b, opts, rng, backed_off)
-        counters[base + 0] += b.rows
-        counters[base + 1] += b.values
-        counters[base + 2] += b.nbytes
-        counters[base + 3] += 1
-
-    async def worker() -> None:
-        while True:
-            b = await queue.get()
-            if b is None:
-                return
-            await send(b)
-
-    async def producer() -> None:
-        for b in batches:
-            await queue.put(b)
-        for _ in range(opts.workers):
-            await queue.put(None)
-
-    async with asyncio.TaskGroup() as tg:
-        tg.create_task(producer())
-        for _ in range(opts.workers):
-            tg.create_task(worker())
-
-
-def _first_error(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup):
-        exc = exc.exceptions[0]
-    return exc
-
 
 def _child(target_cls, url, options, df_path, fmt, compression, tables, rng_, opts, counters, slot, errq):
     """A load process: its own target connection and workers over one byte range."""
@@ -185,14 +127,14 @@ def _child(target_cls, url, options, df_path, fmt, compression, tables, rng_, op
         try:
             await t.attach(tables)
             layout = csv_layout(tables) if fmt == "csv" else None
-            await _pump(t, BatchReader(df_path, fmt, opts.batch_size, compression, layout, rng_), opts,
+            await pump(t, BatchReader(df_path, fmt, opts.batch_size, compression, layout, rng_), opts,
                         counters, slot)
         finally:
             await t.close()
     try:
         asyncio.run(go())
     except BaseException as exc:       # reported to the parent in one line
-        e = _first_error(exc)
+        e = first_error(exc)
         errq.put(str(e) or type(e).__name__)
         os._exit(1)
     os._exit(0)
@@ -278,12 +220,15 @@ async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | N
     opts.check()
     cls = type(target)
     _check_fit(cls, df, opts)
-    tables: Tables = df.tables()
-    res = LoadResult(cls.name, target.url, count_unit=cls.count_unit,
-                     expected=df.rows if cls.count_unit == "rows" else df.values)
+    res = LoadResult(cls.name, target.url, count_unit=cls.count_unit)
     try:
-        await bounded(f"create in {cls.name}", opts.stall_seconds, target.create(tables, opts.if_exists))
-        await _timed(target, df, tables, opts, res, server_pids)
+        async with maybe_cluster(opts.cluster) as cluster:      # started, checked and placed: untimed
+            if cluster:
+                await cluster.place(df)
+            tables: Tables = df.tables()
+            res.expected = df.rows if cls.count_unit == "rows" else df.values
+            await bounded(f"create in {cls.name}", opts.stall_seconds, target.create(tables, opts.if_exists))
+            await _timed(target, df, tables, opts, res, server_pids, cluster)
         await _settle(target, tables, opts, res, datadir)
     except (LoadError, Fatal, Retryable) as exc:     # Fatal, Retryable: create, count or compact refused
         err = exc if isinstance(exc, LoadError) else LoadError(str(exc))
@@ -296,31 +241,39 @@ async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | N
 def _check_fit(cls: type[Target], df: DataFile, opts: LoadOptions) -> None:
     if opts.processes > 1 and not cls.multiprocess:
         raise UserError(f"--processes: target {cls.name} loads from one process only")
+    if opts.cluster and not (cls.multiprocess or cls.count_is_local):
+        raise UserError(f"--cluster: target {cls.name} loads from one process only")
+    if opts.cluster and df.compression != "none":
+        raise UserError("--cluster needs an uncompressed data file (each worker reads its byte range)")
     if not cls.accepts(df.format):
         raise UserError(f"target {cls.name} loads {cls.format} data; {df.path} is {df.format} "
                         f"(generate it with --format {cls.format})")
 
 
 async def _timed(target: Target, df: DataFile, tables: Tables, opts: LoadOptions, res: LoadResult,
-                 server_pids: list[int] | None) -> None:
+                 server_pids: list[int] | None, cluster=None) -> None:
     """The timed part: every batch acknowledged, with the per-second timeline and CPU seconds."""
-    counters = mp.RawArray("q", N_COUNTERS * opts.processes)
-    sampler = _Sampler(counters, opts.processes, df.rows, f"load {res.target}", opts.progress)
+    parts = cluster.slots if cluster else opts.processes
+    counters = mp.RawArray("q", N_COUNTERS * parts)
+    sampler = _Sampler(counters, parts, df.rows, f"load {res.target}", opts.progress)
     cpu0, cpuc0, scpu0 = _cpu_self(), _cpu_children(), _cpu_of(server_pids)
     ticker = asyncio.create_task(sampler.run())
-    answered = _answered(counters, opts.processes)
+    answered = _answered(counters, parts)
+    run = None
     try:
         async with watchdog(f"load into {res.target}", progress=answered, stall_seconds=opts.stall_seconds):
-            if opts.processes == 1:
+            if cluster:
+                run = await cluster.load(target, df.format, tables, opts, counters)
+            elif opts.processes == 1:
                 layout = csv_layout(tables) if df.format == "csv" else None
-                await _pump(target, BatchReader(df.path, df.format, opts.batch_size, df.compression, layout),
+                await pump(target, BatchReader(df.path, df.format, opts.batch_size, df.compression, layout),
                             opts, counters, 0)
             else:
                 await _load_processes(target, df, tables, opts, counters)
     except Stalled:
         raise
     except BaseException as exc:
-        e = _first_error(exc)
+        e = first_error(exc)
         if isinstance(e, (Fatal, Retryable, LoadError)):
             raise LoadError(f"load into {res.target} failed: {e}") from None
         raise e from None
@@ -335,6 +288,9 @@ async def _timed(target: Target, df: DataFile, tables: Tables, opts: LoadOptions
         res.timeline = sampler.timeline
         res.rows, res.values, res.bytes, res.batches, res.backoffs, us = sampler.totals()
         res.backoff_seconds = us / 1e6
+        if run is not None:          # the slots' own timelines on this clock, and their CPU seconds
+            res.timeline, res.clients, res.counted_by_slots = run.timeline, run.clients, run.counted
+            res.client_cpu_seconds += run.cpu_seconds
 
 
 def _answered(counters, processes: int):
@@ -350,8 +306,9 @@ async def _settle(target: Target, tables: Tables, opts: LoadOptions, res: LoadRe
     what, bound = f"{res.target}", opts.stall_seconds
     await bounded(f"flush of {what}", bound, target.flush())
     if opts.verify:
-        res.counted = await bounded(f"count in {what}", bound + type(target).settle_seconds,
-                                    _count_settled(target, tables, res.expected))
+        res.counted = res.counted_by_slots if res.counted_by_slots is not None else \
+            await bounded(f"count in {what}", bound + type(target).settle_seconds,
+                          _count_settled(target, tables, res.expected))
         res.verified = res.counted == res.expected
         if not res.verified:
             raise LoadError(f"verify failed: {res.target} holds {res.counted:,} {res.count_unit}, "

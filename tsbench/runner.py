@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import pathlib
-import platform
 import subprocess
 import sys
 import time
@@ -30,23 +29,12 @@ from .errors import Fatal, Retryable, Unsupported, UserError
 from .execute import ExecOptions, ExecResult
 from .experiment import Cell, Experiment, cells, describe_cell
 from .load import LoadError, LoadOptions, LoadResult
+from .hostfacts import host_facts
 from .monitor import ResourceMonitor
 
 
 def _dataset_key(decl: dict, fmt: str) -> str:
     return hashlib.sha256(json.dumps([decl, fmt], sort_keys=True).encode()).hexdigest()[:16]
-
-
-def host_facts() -> dict:
-    import psutil
-
-    cpu = ""
-    try:
-        cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
-    except OSError:
-        pass
-    return {"cpu_model": cpu, "cores": os.cpu_count(), "memory_bytes": psutil.virtual_memory().total,
-            "kernel": platform.release(), "python": platform.python_version()}
 
 
 def _git_revision() -> str | None:

@@ -59,6 +59,8 @@ class Target:
     float_digits: ClassVar[int | None] = None    # significant digits a float keeps (None: the exact double)
     own_disk_figure: ClassVar[str | None] = None  # the key of disk_bytes() that is the database's own size
     keeps_data: ClassVar[bool] = True            # False: a sink (create(abort) finds nothing to refuse)
+    count_is_local: ClassVar[bool] = False       # count() is what this instance was sent (null): each
+                                                 # --cluster slot counts its own, and the driver sums them
     settle_seconds: ClassVar[float] = 0.0        # how long a flushed store may take to show all it acknowledged
 
     def __init__(self, url: str | None = None, options: dict[str, Any] | None = None):

@@ -19,7 +19,9 @@ from ..datafile import tables_of
 from ..dataset import Dataset
 from ..databases.target import Target
 from ..errors import Fatal, UserError
-from ..load import LoadError, _count_settled, _cpu_of, _cpu_self, _first_error, write_with_backoff
+from ..errors import LoadError
+from ..load import _count_settled, _cpu_of, _cpu_self
+from ..pump import first_error, write_with_backoff
 from ..model import Tables
 from ..watch import Stalled, bounded, watchdog
 from .fresh import Freshness, check_probe
@@ -295,7 +297,7 @@ async def _timed(target, ds: Dataset, sources, stats: Stats, opts: StreamOptions
                 if opts.duration is not None:
                     tg.create_task(_stop_after(run.stop, opts.duration))
     except BaseException as exc:
-        e = _first_error(exc)
+        e = first_error(exc)
         if isinstance(e, (Stalled, StreamError)) or e is exc:
             raise
         raise e from None

@@ -25,6 +25,7 @@ class NullTarget(Target):
     count_unit = "rows"
     multiprocess = False
     keeps_data = False
+    count_is_local = True
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)

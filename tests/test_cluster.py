@@ -1,0 +1,143 @@
+"""`load --cluster` on Dask (LocalCluster, 2 workers): the merged count equals one
+client's; each worker's generated share has the bytes `generate --group i --groups 2`
+writes; the merged timeline ends on the totals; a worker killed mid-load fails the cell
+with its address within seconds; Ctrl-C leaves no task running on a cluster tsbench
+joined; a bad address and a worker with another tsbench are one line each."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from conftest import run_cli
+from faultserver import FaultServer
+from tsbench.cluster.facts import check_same_build
+from tsbench.cluster.merge import merged_timeline, on_driver_clock, shift_of
+from tsbench.errors import UserError
+
+pytestmark = pytest.mark.cluster
+GEN = "use_case=devops,scale=10,end=2016-01-01T01:00:00Z,seed=5"
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cluster")
+    run_cli("generate", "-q", "--scale", "10", "--end", "2016-01-01T01:00:00Z", "--seed", "5", "-o", str(d / "d.lp"))
+    return d / "d.lp"
+
+
+def _summary(tmp_path, *args: str) -> dict:
+    out = tmp_path / f"s{len(list(tmp_path.iterdir()))}.json"
+    run_cli("load", *args, "-q", "--json", str(out))
+    return json.loads(out.read_text())
+
+
+def test_two_slots_load_what_one_client_loads_and_the_timeline_ends_on_the_totals(data, tmp_path):
+    one = _summary(tmp_path, str(data), "-t", "null-http", "-b", "500")
+    two = _summary(tmp_path, str(data), "-t", "null-http", "-b", "500", "--cluster", "local:2")
+    assert two["verify"]["ok"] and two["verify"]["counted"] == one["verify"]["counted"] == one["rows"] == two["rows"]
+    assert two["clients"] == 2 and len(two["client_hosts"]) == 1 and one["clients"] == 1
+    slots = two["client_slots"]
+    assert sum(s["rows"] for s in slots) == two["rows"] and all(s["rows"] > 0 for s in slots)
+    assert len({s["worker"] for s in slots}) == 2
+    assert all(0 <= s["start_to_first_batch_s"] < 5 for s in slots)
+    last = two["timeline"][-1]
+    assert (last["rows"], last["values"], last["bytes"]) == (two["rows"], two["values"], two["bytes"])
+    ts = [r["t"] for r in two["timeline"]]
+    assert ts == sorted(ts)
+
+
+def test_each_worker_generates_the_bytes_of_its_group(data, tmp_path):
+    s = _summary(tmp_path, "-t", "null", "--generate", GEN, "--cluster", "local:2")
+    run_cli("generate", "-q", "--scale", "10", "--end", "2016-01-01T01:00:00Z", "--seed", "5", "--groups", "2",
+            "-o", str(tmp_path / "g.lp"))
+    want = [json.loads((tmp_path / f"g.g{i}.lp.manifest.json").read_text())["sha256"] for i in (0, 1)]
+    assert [sh["sha256"] for sh in s["shares"]] == want
+    assert s["verify"]["ok"] and s["rows"] == json.loads(open(f"{data}.manifest.json").read())["rows"]
+    assert not any(os.path.exists(sh["path"]) for sh in s["shares"])          # removed after the load
+
+
+def test_merged_timeline_moves_each_slot_onto_the_drivers_clock():
+    # slot 0's clock runs 2 s behind the scheduler's, the driver's 0.5 s behind: +1.5 s
+    shift = shift_of(2.0, 0.5)
+    a = on_driver_clock([[98.5, 0, 0, 0, 0, 0], [99.2, 10, 20, 100, 1, 0], [100.1, 30, 60, 300, 3, 1]], shift)
+    b = [[100.0, 0, 0, 0, 0, 0], [100.7, 5, 10, 50, 1, 0], [101.9, 7, 14, 70, 2, 0]]
+    tl = merged_timeline([a, b], 100.0)
+    assert [(r["t"], r["rows"]) for r in tl] == [(1.0, 15), (1.9, 37)]
+    assert tl[-1]["backoffs"] == 1 and tl[0]["rows_per_s"] == 15.0
+
+
+def test_a_worker_with_another_tsbench_is_refused_in_one_line():
+    me = {"tsbench": "0.1.0", "build": "aaaa", "hostname": "here"}
+    check_same_build(me, {"tcp://a:1": dict(me)})
+    with pytest.raises(UserError, match=r"worker tcp://b:2 \(there\) runs tsbench 0.1.0 build bbbb"):
+        check_same_build(me, {"tcp://a:1": dict(me), "tcp://b:2": {**me, "build": "bbbb", "hostname": "there"}})
+
+
+@pytest.mark.parametrize("address,words", [("local:0", "at least 1 worker"), ("lokal:2", "neither local:N"),
+                                           ("tcp://127.0.0.1:9", "no Dask scheduler answered")])
+def test_a_bad_cluster_address_is_one_line(data, address, words):
+    p = run_cli("load", str(data), "-t", "null", "-q", "--cluster", address, check=False)
+    err = p.stderr.decode().strip()
+    assert p.returncode != 0 and len(err.splitlines()) == 1 and words in err and "Traceback" not in err, err
+
+
+def _ctrl_c_acts() -> None:
+    """In the child, SIGINT as on a terminal (a background pytest ignores it; children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _slow_load(fs: FaultServer, data, cluster: str) -> subprocess.Popen:
+    fs.service_seconds = 0.05                        # 20 writes/s: about 16 s of load at 100 rows a batch
+    return subprocess.Popen([sys.executable, "-m", "tsbench", "load", str(data), "-t", "null-http", "-s", fs.url,
+                             "-b", "100", "-w", "2", "-q", "--cluster", cluster],
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_acts)
+
+
+def _until(cond, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_worker_killed_mid_load_fails_the_cell_with_its_address_within_seconds(data):
+    with FaultServer() as fs:
+        p = _slow_load(fs, data, "local:2")
+        assert _until(lambda: fs.writes >= 10, 60), p.stderr.read() if p.poll() is not None else "no writes"
+        workers = [c for c in psutil.Process(p.pid).children() if "spawn_main" in " ".join(c.cmdline())]
+        assert len(workers) == 2
+        workers[0].kill()
+        killed = time.monotonic()
+        code = p.wait(timeout=60)
+        took = time.monotonic() - killed
+        err = p.stderr.read().strip()
+    assert code == 2 and took < 15, (code, took, err)
+    assert len(err.splitlines()) == 1 and "client slot" in err and "tcp://127.0.0.1:" in err, err
+    assert fs.writes < 300                               # it stopped, not ran to the end
+
+
+def test_ctrl_c_leaves_no_task_running_on_a_cluster_tsbench_joined(data):
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as client, FaultServer() as fs:
+        p = _slow_load(fs, data, cluster.scheduler_address)
+        assert _until(lambda: fs.writes >= 10, 60), p.stderr.read() if p.poll() is not None else "no writes"
+        p.send_signal(signal.SIGINT)
+        code = p.wait(timeout=60)
+        err = p.stderr.read()
+        assert code == 130 and "interrupted" in err and "Traceback" not in err, err
+        assert _until(lambda: not any(client.processing().values()), 5), client.processing()
+        writes = fs.writes
+        time.sleep(1.0)
+        assert fs.writes == writes and writes < 300

@@ -1,0 +1,84 @@
+"""`--cluster ADDRESS` (phases 2 and 4): `local:N` starts a Dask LocalCluster of N worker
+processes on this machine (one thread each, on 127.0.0.1, closed at the end);
+`tcp://HOST:PORT` joins a running Dask scheduler and uses the workers it has."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from dataclasses import dataclass
+
+from ..errors import UserError
+
+CONNECT_S = 10.0          # bound on reaching a scheduler, and on a LocalCluster's workers starting
+_LOCAL = re.compile(r"local:(\d+)")
+_TCP = re.compile(r"(tcp|tls)://[^\s/:]+:\d+")
+
+
+@dataclass(frozen=True)
+class Address:
+    text: str
+    local_workers: int | None       # N of local:N, None for a scheduler's address
+
+
+def parse(text: str) -> Address:
+    """local:N or tcp://host:port, else one line saying what is accepted."""
+    m = _LOCAL.fullmatch(text.strip())
+    if m:
+        n = int(m.group(1))
+        if n < 1:
+            raise UserError(f"--cluster: local:N needs at least 1 worker, got {text!r}")
+        return Address(text.strip(), n)
+    if _TCP.fullmatch(text.strip()):
+        return Address(text.strip(), None)
+    raise UserError(f"--cluster: {text!r} is neither local:N (N worker processes here) "
+                    "nor a Dask scheduler's address tcp://HOST:PORT")
+
+
+@contextlib.asynccontextmanager
+async def open_cluster(addr: Address):
+    """An asynchronous dask.distributed Client with at least one worker; a LocalCluster
+    started for local:N is closed (its workers stopped) when the block ends."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    # a task is never run twice: a slot whose worker died fails the cell instead
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        if addr.local_workers:
+            async with LocalCluster(n_workers=addr.local_workers, threads_per_worker=1, processes=True,
+                                    host="127.0.0.1", dashboard_address=None, memory_limit=0,
+                                    silence_logs=logging.CRITICAL, asynchronous=True) as cluster:
+                async with Client(cluster, asynchronous=True) as client:
+                    await _wait_for_workers(client, addr)
+                    yield client
+        else:
+            client = await _join(addr)
+            try:
+                yield client
+            finally:
+                await client.close()
+
+
+async def _join(addr: Address):
+    from distributed import Client
+
+    try:
+        client = await Client(addr.text, asynchronous=True, timeout=CONNECT_S)
+    except (OSError, TimeoutError) as exc:
+        raise UserError(f"--cluster: no Dask scheduler answered at {addr.text} within {CONNECT_S:g} s "
+                        f"({exc.__class__.__name__}: {exc})") from None
+    try:
+        await _wait_for_workers(client, addr)
+    except BaseException:
+        await client.close()
+        raise
+    return client
+
+
+async def _wait_for_workers(client, addr: Address) -> None:
+    try:
+        await client.wait_for_workers(addr.local_workers or 1, timeout=CONNECT_S)
+    except TimeoutError:
+        raise UserError(f"--cluster: {addr.text} has no worker after {CONNECT_S:g} s "
+                        "(start some: dask worker SCHEDULER_ADDRESS)") from None

@@ -1,0 +1,224 @@
+"""The driver's side of a cluster load (phase 2 with --cluster): the cluster opened and
+its workers checked, each slot's share placed (a byte range of the file, or its group
+generated on its worker), one slot per worker submitted (pinned to it, never retried
+elsewhere), their live counters fed to the load's progress and stall watch, any
+slot's failure (its error, or its worker leaving the cluster) turned into the cell's
+failure with the worker's address and the cause within a second or two. On any way
+out before all slots finished (a failure, Ctrl-C), the stop event is set so every
+slot stops, bounded by STOP_WAIT_S, and what is left is cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from dataclasses import dataclass
+
+from ..batches import byte_ranges
+from ..errors import LoadError, UserError
+from ..hostfacts import client_facts
+from .address import open_cluster, parse
+from .facts import check_same_build, worker_facts
+from .merge import merged_timeline, on_driver_clock, shift_of
+from .shares import GeneratedData
+from .slot import ShareJob, SlotJob, make_share, remove_shares, run_slot
+
+POLL_S = 0.2             # how often the driver looks at the slots
+ALIVE_S = 1.0            # how often it asks the scheduler which workers it has
+RPC_S = 30.0             # bound on one answer of the scheduler
+STOP_WAIT_S = 10.0       # bound on the slots' stopping once told to
+LEFT = "the worker left the cluster while it ran (its process ended or it lost its connection)"
+
+
+class SlotFailed(LoadError):
+    """A slot's error, or its worker gone: the address and the cause."""
+
+
+@dataclass
+class ClusterRun:
+    timeline: list[dict]
+    clients: list[dict]             # per slot: worker, host, figures
+    cpu_seconds: float              # the slots' worker processes, summed
+    totals: list[int]               # the load's counters, summed over slots
+    counted: int | None             # the slots' own counts, summed (a target whose count is local)
+
+
+@contextlib.asynccontextmanager
+async def maybe_cluster(text: str | None):
+    """The Cluster of --cluster TEXT, or None without one."""
+    if not text:
+        yield None
+        return
+    async with open_cluster(parse(text)) as client:
+        workers = await _bounded(worker_facts(client), "the workers' facts", text)
+        driver = client_facts()
+        check_same_build(driver, workers)
+        cluster = Cluster(client, text, driver, workers)
+        try:
+            yield cluster
+        finally:
+            await asyncio.shield(cluster.remove_shares())
+
+
+async def _bounded(coro, what: str, where: str):
+    try:
+        return await asyncio.wait_for(coro, RPC_S)
+    except TimeoutError:
+        raise UserError(f"--cluster {where}: no answer for {what} within {RPC_S:g} s") from None
+
+
+class Cluster:
+    def __init__(self, client, text: str, driver: dict, workers: dict[str, dict]):
+        self.client, self.text, self.driver, self.workers = client, text, driver, workers
+        self.shares: list[tuple[str, tuple[int, int] | None]] = []     # per slot: path, byte range
+        self.made: list[str] = []                                       # shares generated on the workers
+
+    @property
+    def slots(self) -> int:
+        return len(self.workers)
+
+    def hosts(self) -> list[str]:
+        return sorted({f["hostname"] for f in self.workers.values()})
+
+    async def place(self, data) -> None:
+        """Each slot's share: a byte range of a data file every worker sees, or (GeneratedData)
+        its group generated on its worker, untimed; then data holds the summed counts."""
+        n = self.slots
+        if not isinstance(data, GeneratedData):
+            self.shares = [(str(data.path), r) for r in byte_ranges(data.path, n)]
+            return
+        jobs = [ShareJob(i, n, data.dataset.spec, data.format) for i in range(n)]
+        data.shares = await _Slots(self, make_share, jobs).run()
+        self.made = [r["path"] for r in data.shares]
+        self.shares = [(p, None) for p in self.made]
+        data.rows, data.values = sum(r["rows"] for r in data.shares), sum(r["values"] for r in data.shares)
+
+    async def remove_shares(self) -> None:
+        if self.made:
+            with contextlib.suppress(Exception):      # a worker gone took its share with it; the rest are removed
+                await asyncio.wait_for(self.client.run(remove_shares, self.made), RPC_S)
+
+    async def load(self, target, fmt: str, tables, opts, counters) -> ClusterRun:
+        """Each worker loads its share; counters (the load's, one row of N_COUNTERS per
+        slot) follow them live and hold their totals at the end."""
+        token = uuid.uuid4().hex[:12]
+        jobs = [SlotJob(i, type(target).name, target.url, target.options.model_dump(), tables, path, fmt, r, opts,
+                        f"tsbench-live-{token}", f"tsbench-stop-{token}")
+                for i, (path, r) in enumerate(self.shares)]
+        driver_offset = await self._driver_offset()
+        t0 = time.time()
+        results = await _Slots(self, run_slot, jobs, counters, token).run()
+        return self._merge(results, list(self.workers), t0, driver_offset)
+
+    async def _driver_offset(self) -> float:
+        """The scheduler's clock minus this machine's, from one round trip."""
+        before = time.time()
+        sched = await _bounded(self.client.run_on_scheduler(time.time), "the scheduler's clock", self.text)
+        return sched - (before + time.time()) / 2
+
+    def _merge(self, results: list[dict], addrs: list[str], t0: float, driver_offset: float) -> ClusterRun:
+        slots, clients = [], []
+        for r, a in zip(results, addrs):
+            f = self.workers[a]
+            shift = shift_of(f["clock_offset_s"], driver_offset)
+            slots.append(on_driver_clock(r["samples"], shift))
+            first = r["first_batch_time"]
+            clients.append({"slot": r["slot"], "worker": a, "host": f["hostname"], "rows": r["totals"][0],
+                            "values": r["totals"][1], "bytes": r["totals"][2],
+                            "seconds": round(r["samples"][-1][0] - r["samples"][0][0], 3),
+                            "cpu_seconds": round(r["cpu_seconds"], 3),
+                            "start_to_first_batch_s": None if first is None else round(first + shift - t0, 3),
+                            "clock_offset_s": round(shift, 6)})
+        totals = [sum(r["totals"][k] for r in results) for k in range(len(results[0]["totals"]))]
+        counts = [r["counted"] for r in results]
+        counted = None if None in counts else sum(counts)
+        return ClusterRun(merged_timeline(slots, t0), clients, sum(r["cpu_seconds"] for r in results), totals,
+                          counted)
+
+
+class _Slots:
+    """One task per worker (fn(job), pinned to it), watched until all finished or one
+    failed. With a token, the tasks' live counters (the Dask queue tsbench-live-TOKEN)
+    feed `counters`, and tsbench-stop-TOKEN is the event that tells them to stop."""
+
+    def __init__(self, cluster: Cluster, fn, jobs: list, counters=None, token: str | None = None):
+        from distributed import Event, Queue
+
+        self.c, self.fn, self.jobs, self.counters = cluster, fn, jobs, counters
+        self.addrs = list(cluster.workers)
+        self.live = Queue(f"tsbench-live-{token}", client=cluster.client) if token else None
+        self.stop = Event(f"tsbench-stop-{token}", client=cluster.client) if token else None
+        self.token = token or uuid.uuid4().hex[:12]
+        self.futures: list = []
+        self.results: dict[int, dict] = {}
+
+    async def run(self) -> list[dict]:
+        self.futures = [self.c.client.submit(self.fn, j, workers=[a], allow_other_workers=False, pure=False,
+                                             key=f"tsbench-{self.fn.__name__}-{j.slot}-{self.token}")
+                        for j, a in zip(self.jobs, self.addrs)]
+        try:
+            await self._watch()
+        finally:
+            if len(self.results) < len(self.futures):
+                await asyncio.shield(self._stop_all())
+        return [self.results[i] for i in range(len(self.futures))]
+
+    async def _watch(self) -> None:
+        next_alive = time.monotonic() + ALIVE_S
+        while len(self.results) < len(self.futures):
+            await asyncio.sleep(POLL_S)
+            await self._drain()
+            for i, f in enumerate(self.futures):
+                if i not in self.results and f.done():
+                    self._take(i, await f if f.status == "finished" else {"error": await self._cause(f)})
+            if time.monotonic() >= next_alive:
+                next_alive = time.monotonic() + ALIVE_S
+                await self._check_alive()
+        await self._drain()
+
+    def _take(self, i: int, r: dict) -> None:
+        if "error" in r:
+            self._fail(i, r["error"])
+        self.results[i] = r
+        if self.counters is not None:
+            n = len(r["totals"])
+            self.counters[i * n: (i + 1) * n] = r["totals"]
+
+    async def _cause(self, f) -> str:
+        from distributed import KilledWorker
+
+        exc = await f.exception() if f.status == "error" else None
+        if isinstance(exc, KilledWorker):
+            return LEFT
+        return str(exc) if exc else f"the task was {f.status}"
+
+    def _fail(self, i: int, cause: str) -> None:
+        a = self.addrs[i]
+        raise SlotFailed(f"client slot {i} on {a} ({self.c.workers[a]['hostname']}): {cause}")
+
+    async def _drain(self) -> None:
+        if self.live is None:
+            return
+        for msg in await _bounded(self.live.get(batch=True), "the slots' counters", self.c.text):
+            i, totals = msg["slot"], msg["totals"]
+            if i not in self.results:
+                self.counters[i * len(totals): (i + 1) * len(totals)] = totals
+
+    async def _check_alive(self) -> None:
+        info = await _bounded(self.c.client.scheduler.identity(), "the list of workers", self.c.text)
+        for i, a in enumerate(self.addrs):
+            if i not in self.results and a not in info.get("workers", {}):
+                self._fail(i, LEFT)
+
+    async def _stop_all(self) -> None:
+        """Tell every task to stop; wait for them (bounded); cancel what is left."""
+        with contextlib.suppress(Exception):      # a scheduler gone already: nothing left to tell
+            if self.stop is not None:
+                await asyncio.wait_for(self.stop.set(), RPC_S)
+            pending = [f for f in self.futures if not f.done()]
+            deadline = time.monotonic() + STOP_WAIT_S
+            while pending and time.monotonic() < deadline:
+                await asyncio.sleep(POLL_S)
+                pending = [f for f in pending if not f.done()]
+            await asyncio.wait_for(self.c.client.cancel(self.futures, force=True), RPC_S)

@@ -1,0 +1,30 @@
+"""The workers of a cluster (phases 2 and 4): each one's host facts and its tsbench
+(version and C-core build), gathered before any slot runs; a worker whose tsbench
+differs from the driver's is refused in one line, since its bytes or figures could
+differ."""
+
+from __future__ import annotations
+
+from ..errors import UserError
+from ..hostfacts import client_facts
+
+
+async def worker_facts(client) -> dict[str, dict]:
+    """{worker address: client_facts() there, with its clock offset}. The offset (s) is
+    what Dask measured at the worker's heartbeats: the scheduler's clock minus the worker's."""
+    facts = await client.run(client_facts)
+    delays = await client.run(_scheduler_delay)
+    return {a: {**f, "clock_offset_s": delays.get(a, 0.0)} for a, f in sorted(facts.items())}
+
+
+def _scheduler_delay(dask_worker) -> float:
+    return float(dask_worker.scheduler_delay)
+
+
+def check_same_build(driver: dict, workers: dict[str, dict]) -> None:
+    """One line naming the first worker whose tsbench version or build differs."""
+    for addr, f in workers.items():
+        if (f["tsbench"], f["build"]) != (driver["tsbench"], driver["build"]):
+            raise UserError(f"--cluster: worker {addr} ({f['hostname']}) runs tsbench {f['tsbench']} build "
+                            f"{f['build']}, this machine {driver['tsbench']} build {driver['build']}: "
+                            "install the same tsbench on every worker")
