@@ -141,3 +141,29 @@ def test_ctrl_c_leaves_no_task_running_on_a_cluster_tsbench_joined(data):
         writes = fs.writes
         time.sleep(1.0)
         assert fs.writes == writes and writes < 300
+
+
+def test_an_experiments_cluster_cells_record_their_clients_and_each_workers_facts(tmp_path):
+    import pyarrow.parquet as pq
+
+    (tmp_path / "e.yaml").write_text(
+        "name: so\ndatasets:\n  d: {use_case: devops, scale: 4, end: '2016-01-01T00:10:00Z', seed: 1}\n"
+        "targets:\n  sink: {target: null-http}\nphases: [generate, load]\n"
+        "matrix:\n  load.cluster: ['local:1', 'local:2']\n")
+    run_cli("run", str(tmp_path / "e.yaml"), "--results", str(tmp_path / "r"), "--no-report", "-q")
+    run = next((tmp_path / "r" / "so").iterdir())
+    cells = pq.read_table(run / "cells.parquet").to_pylist()
+    assert [(c["cluster"], c["clients"], c["status"]) for c in cells] == [("local:1", 1, "ok"), ("local:2", 2, "ok")]
+    facts = json.loads((run / "manifest.json").read_text())["cluster_clients"]["1"]
+    assert [f["slot"] for f in facts] == [0, 1] and all(f["cores"] and f["build"] and f["host"] for f in facts)
+    assert sum(f["rows"] for f in facts) == cells[1]["rows"] and cells[1]["client_hosts"] == facts[0]["host"]
+
+
+@pytest.mark.parametrize("value,words", [("lokal:2", "neither local:N"), ("local:0", "at least 1 worker")])
+def test_a_bad_load_cluster_in_an_experiment_is_one_line_naming_the_field(tmp_path, value, words):
+    (tmp_path / "e.yaml").write_text(
+        "name: so\ndatasets:\n  d: {use_case: devops, scale: 4, end: '2016-01-01T00:10:00Z'}\n"
+        f"targets:\n  sink: {{target: null-http}}\nphases: [generate, load]\nload:\n  cluster: '{value}'\n")
+    p = run_cli("run", str(tmp_path / "e.yaml"), "--dry-run", check=False)
+    err = p.stderr.decode().strip()
+    assert p.returncode == 2 and len(err.splitlines()) == 1 and "load.cluster" in err and words in err, err

@@ -6,7 +6,7 @@ that run the query phases (default: all).
 
 Matrix keys are dotted paths into a cell's settings: `dataset` and `target`
 (names declared above), `load.workers`, `load.batch_size`, `load.processes`,
-`execute.workers`, `execute.cache`, `execute.count`, `queries.count`,
+`load.cluster`, `execute.workers`, `execute.cache`, `execute.count`, `queries.count`,
 `dataset.scale`, `dataset.params.<key>`, `target.options.<key>`,
 `target.server_options.<key>`, `stream.<key>` (the stream phase's settings).
 
@@ -84,6 +84,19 @@ class LoadDecl(_Strict):
     batch_size: int = Field(10_000, ge=1)
     processes: int = Field(1, ge=1)
     stall_timeout: float = Field(120.0, gt=0)     # seconds with no batch answered before the cell fails
+    cluster: str | None = None                    # local:N or tcp://HOST:PORT: client slots on Dask workers
+
+    @field_validator("cluster")
+    @classmethod
+    def _cluster(cls, v: str | None) -> str | None:
+        from .cluster.address import parse
+
+        if v is not None:
+            try:
+                parse(v)
+            except UserError as exc:
+                raise ValueError(str(exc).removeprefix("--cluster: ")) from None
+        return v
 
 
 class QueriesDecl(_Strict):
@@ -354,7 +367,7 @@ def _check_names(p: pathlib.Path, exp: Experiment, lines: dict) -> None:
     for k in exp.matrix:
         if not _known_knob(k):
             raise UserError(f"{p}:{lines.get(('matrix', k), 1)}: matrix.{k}: unknown knob (allowed: dataset, "
-                            f"target, load.workers, load.batch_size, load.processes, queries.count, "
+                            f"target, load.workers, load.batch_size, load.processes, load.cluster, queries.count, "
                             f"execute.workers, execute.cache, execute.count, dataset.scale, dataset.params.KEY, "
                             f"target.options.KEY, target.server_options.KEY, stream.KEY)")
     for name_key, decls in (("dataset", exp.datasets), ("target", exp.targets)):
@@ -382,7 +395,8 @@ def _check_patterns(p: pathlib.Path, exp: Experiment, lines: dict) -> None:
 
 
 def _known_knob(k: str) -> bool:
-    return k in ("dataset", "target", "load.workers", "load.batch_size", "load.processes", "queries.count",
+    return k in ("dataset", "target", "load.workers", "load.batch_size", "load.processes", "load.cluster",
+                 "queries.count",
                  "execute.workers", "execute.cache", "execute.count", "dataset.scale") or \
         k.startswith(("dataset.params.", "target.options.", "target.server_options.", "stream."))
 

@@ -222,7 +222,7 @@ async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | N
     _check_fit(cls, df, opts)
     res = LoadResult(cls.name, target.url, count_unit=cls.count_unit)
     try:
-        async with maybe_cluster(opts.cluster) as cluster:      # started, checked and placed: untimed
+        async with maybe_cluster(opts.cluster, cls.name) as cluster:      # started, checked and placed: untimed
             if cluster:
                 await cluster.place(df)
             tables: Tables = df.tables()

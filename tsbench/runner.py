@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import pathlib
+import socket
 import subprocess
 import sys
 import time
@@ -56,7 +57,8 @@ def cell_row(c: Cell) -> dict:
             "target": c.target.target, "server": c.target.server,
             "options": json.dumps(c.target.options, sort_keys=True),
             "knobs": json.dumps(c.knobs, sort_keys=True), "repetition": c.repetition,
-            "workers": c.load.workers, "batch_size": c.load.batch_size, "status": "ok", "reason": ""}
+            "workers": c.load.workers, "batch_size": c.load.batch_size, "cluster": c.load.cluster,
+            "clients": 1, "client_hosts": socket.gethostname(), "status": "ok", "reason": ""}
 
 
 def load_columns(res: LoadResult) -> dict:
@@ -70,7 +72,14 @@ def load_columns(res: LoadResult) -> dict:
             "compact_seconds": None if res.compact_seconds is None else round(res.compact_seconds, 3),
             "verified": res.verified, "counted": res.counted, "expected": res.expected,
             "disk": json.dumps(res.disk, sort_keys=True), "disk_bytes": res.datadir_bytes,
-            "disk_own_bytes": res.own_disk_bytes}
+            "disk_own_bytes": res.own_disk_bytes, **client_columns(res)}
+
+
+def client_columns(res: LoadResult) -> dict:
+    """clients: the client slots (Dask workers) that loaded, 1 without --cluster;
+    client_hosts: their host names, comma-separated."""
+    s = res.summary()
+    return {"clients": s["clients"], "client_hosts": ",".join(s["client_hosts"])}
 
 
 def query_columns(er: ExecResult) -> dict:
@@ -134,6 +143,7 @@ class Runner:
         self.interrupted: str | None = None     # the signal that stopped the run
         self.servers: dict[str, str] = {}
         self.ceilings: dict[str, dict] = {}
+        self.clients: dict[str, list] = {}      # cell id: its --cluster slots (worker, host facts, figures)
         self.datasets: dict[str, dict] = {}
         self._refs: dict[str, object] = {}
 
@@ -240,7 +250,8 @@ class Runner:
         lo = c.load
         self.say(f"load: {df.rows:,} rows, {lo.workers} workers x {lo.batch_size:,}")
         opts = LoadOptions(workers=lo.workers, batch_size=lo.batch_size, processes=lo.processes,
-                           if_exists="drop", stall_seconds=lo.stall_timeout, progress=not self.quiet)
+                           if_exists="drop", stall_seconds=lo.stall_timeout, progress=not self.quiet,
+                           cluster=lo.cluster)
         try:
             res = await session.load(conn, df, opts)
         except LoadError as exc:
@@ -359,6 +370,8 @@ class Runner:
     def _load_rows(self, c: Cell, res) -> None:
         for t in res.timeline:
             self.load_rows.append({"cell": c.id, **t})
+        if res.clients:
+            self.clients[c.id] = res.clients
 
     def _write(self) -> None:
         import pyarrow as pa
@@ -379,7 +392,7 @@ class Runner:
                     "overrides": self.exp._overrides,
                     "tsbench": __version__, "git_revision": _git_revision(), "host": host_facts(),
                     "datasets": self.datasets, "servers": self.servers, "harness_ceiling": self.ceilings,
-                    "cells": len(self.cell_rows),
+                    "cluster_clients": self.clients, "cells": len(self.cell_rows),
                     "status": {s: sum(r["status"] == s for r in self.cell_rows)
                                for s in ("ok", "failed", "interrupted")},
                     "interrupted_by": self.interrupted or None}

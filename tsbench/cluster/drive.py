@@ -24,7 +24,7 @@ from .merge import merged_timeline, on_driver_clock, shift_of
 from .shares import GeneratedData
 from .slot import ShareJob, SlotJob, make_share, remove_shares, run_slot
 
-POLL_S = 0.2             # how often the driver looks at the slots
+POLL_S = 0.05            # how often the driver looks at the slots
 ALIVE_S = 1.0            # how often it asks the scheduler which workers it has
 RPC_S = 30.0             # bound on one answer of the scheduler
 STOP_WAIT_S = 10.0       # bound on the slots' stopping once told to
@@ -45,13 +45,13 @@ class ClusterRun:
 
 
 @contextlib.asynccontextmanager
-async def maybe_cluster(text: str | None):
-    """The Cluster of --cluster TEXT, or None without one."""
+async def maybe_cluster(text: str | None, target: str):
+    """The Cluster of --cluster TEXT for slots of `target`, or None without one."""
     if not text:
         yield None
         return
     async with open_cluster(parse(text)) as client:
-        workers = await _bounded(worker_facts(client), "the workers' facts", text)
+        workers = await _bounded(worker_facts(client, target), "the workers' facts", text)
         driver = client_facts()
         check_same_build(driver, workers)
         cluster = Cluster(client, text, driver, workers)
@@ -129,7 +129,8 @@ class Cluster:
                             "seconds": round(r["samples"][-1][0] - r["samples"][0][0], 3),
                             "cpu_seconds": round(r["cpu_seconds"], 3),
                             "start_to_first_batch_s": None if first is None else round(first + shift - t0, 3),
-                            "clock_offset_s": round(shift, 6)})
+                            "clock_offset_s": round(shift, 6),
+                            **{k: f[k] for k in ("cpu_model", "cores", "memory_bytes", "tsbench", "build")}})
         totals = [sum(r["totals"][k] for r in results) for k in range(len(results[0]["totals"]))]
         counts = [r["counted"] for r in results]
         counted = None if None in counts else sum(counts)

@@ -9,12 +9,25 @@ from ..errors import UserError
 from ..hostfacts import client_facts
 
 
-async def worker_facts(client) -> dict[str, dict]:
+async def worker_facts(client, target: str) -> dict[str, dict]:
     """{worker address: client_facts() there, with its clock offset}. The offset (s) is
-    what Dask measured at the worker's heartbeats: the scheduler's clock minus the worker's."""
-    facts = await client.run(client_facts)
+    what Dask measured at the worker's heartbeats: the scheduler's clock minus the worker's.
+    Each worker imports what a slot of `target` runs on the way, so no slot's start waits
+    for imports."""
+    facts = await client.run(_facts_and_imports, target)
     delays = await client.run(_scheduler_delay)
     return {a: {**f, "clock_offset_s": delays.get(a, 0.0)} for a, f in sorted(facts.items())}
+
+
+def _facts_and_imports(target: str) -> dict:
+    import importlib
+
+    from .. import databases
+
+    for module in ("tsbench.generate", "tsbench.cluster.slot"):      # here, before the timed part
+        importlib.import_module(module)
+    databases.target_class(target)
+    return client_facts()
 
 
 def _scheduler_delay(dask_worker) -> float:
