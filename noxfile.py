@@ -2,7 +2,8 @@
 (generation throughput, CPU and memory figures), `nox -s bench_processes`
 (generate with -j1 and -j2, little work and much) and `nox -s bench_load`
 (load rates and client CPU: null target, null HTTP sink, InfluxDB, VictoriaMetrics),
-`nox -s bench_stream` (stream beside load into the null HTTP sink, and a long run's memory)
+`nox -s bench_stream` (stream beside load into the null HTTP sink, and a long run's memory),
+`nox -s bench_cluster` (load from one and two Dask client slots into the null target),
 `nox -s bench_queries` (query latency on InfluxDB next to the server's own time) and
 `nox -s bench_validation` (latencies with and without checking the answers)."""
 
@@ -70,6 +71,13 @@ def bench_stream(session: nox.Session) -> None:
     """stream vs load into the null HTTP sink (rows/s, rows per CPU s), then a long open-loop run's PSS."""
     session.install("-e", ".")
     session.run("python", "-m", "tsbench.bench_stream", *session.posargs)
+
+
+@nox.session
+def bench_cluster(session: nox.Session) -> None:
+    """load --cluster local:1 vs local:2 into the null target: rows/s, the ratio, Dask's start to first batch."""
+    session.install("-e", ".")
+    session.run("python", "-m", "tsbench.bench_cluster", *session.posargs)
 
 
 @nox.session

@@ -41,23 +41,38 @@ async def open_cluster(addr: Address):
     """An asynchronous dask.distributed Client with at least one worker; a LocalCluster
     started for local:N is closed (its workers stopped) when the block ends."""
     import dask
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     # a task is never run twice: a slot whose worker died fails the cell instead
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
         if addr.local_workers:
-            async with LocalCluster(n_workers=addr.local_workers, threads_per_worker=1, processes=True,
-                                    host="127.0.0.1", dashboard_address=None, memory_limit=0,
-                                    silence_logs=logging.CRITICAL, asynchronous=True) as cluster:
+            cluster = await _local(addr)
+            try:
                 async with Client(cluster, asynchronous=True) as client:
                     await _wait_for_workers(client, addr)
                     yield client
+            finally:
+                await cluster.close()
         else:
             client = await _join(addr)
             try:
                 yield client
             finally:
                 await client.close()
+
+
+async def _local(addr: Address):
+    """A LocalCluster of N one-thread worker processes on 127.0.0.1, or one line saying why not."""
+    from distributed import LocalCluster
+
+    try:
+        return await LocalCluster(n_workers=addr.local_workers, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None, memory_limit=0,
+                                  silence_logs=logging.CRITICAL, asynchronous=True)
+    except Exception as exc:          # reported in one line; a half-started cluster closes itself
+        cause = exc.__cause__ or exc
+        raise UserError(f"--cluster {addr.text}: the Dask worker processes did not start ({cause}; a script "
+                        "that starts tsbench needs `if __name__ == \"__main__\":`, as for multiprocessing)") from None
 
 
 async def _join(addr: Address):

@@ -24,7 +24,7 @@ from .merge import merged_timeline, on_driver_clock, shift_of
 from .shares import GeneratedData
 from .slot import ShareJob, SlotJob, make_share, remove_shares, run_slot
 
-POLL_S = 0.05            # how often the driver looks at the slots
+POLL_S = 0.5             # the driver wakes when a slot ends, and at least this often
 ALIVE_S = 1.0            # how often it asks the scheduler which workers it has
 RPC_S = 30.0             # bound on one answer of the scheduler
 STOP_WAIT_S = 10.0       # bound on the slots' stopping once told to
@@ -73,6 +73,7 @@ class Cluster:
         self.client, self.text, self.driver, self.workers = client, text, driver, workers
         self.shares: list[tuple[str, tuple[int, int] | None]] = []     # per slot: path, byte range
         self.made: list[str] = []                                       # shares generated on the workers
+        self.driver_offset = 0.0            # the scheduler's clock minus this machine's (s), taken by place()
 
     @property
     def slots(self) -> int:
@@ -85,6 +86,7 @@ class Cluster:
         """Each slot's share: a byte range of a data file every worker sees, or (GeneratedData)
         its group generated on its worker, untimed; then data holds the summed counts."""
         n = self.slots
+        self.driver_offset = await self._driver_offset()
         if not isinstance(data, GeneratedData):
             self.shares = [(str(data.path), r) for r in byte_ranges(data.path, n)]
             return
@@ -106,10 +108,9 @@ class Cluster:
         jobs = [SlotJob(i, type(target).name, target.url, target.options.model_dump(), tables, path, fmt, r, opts,
                         f"tsbench-live-{token}", f"tsbench-stop-{token}")
                 for i, (path, r) in enumerate(self.shares)]
-        driver_offset = await self._driver_offset()
         t0 = time.time()
         results = await _Slots(self, run_slot, jobs, counters, token).run()
-        return self._merge(results, list(self.workers), t0, driver_offset)
+        return self._merge(results, list(self.workers), t0, self.driver_offset)
 
     async def _driver_offset(self) -> float:
         """The scheduler's clock minus this machine's, from one round trip."""
@@ -166,9 +167,13 @@ class _Slots:
         return [self.results[i] for i in range(len(self.futures))]
 
     async def _watch(self) -> None:
+        from distributed import wait
+
         next_alive = time.monotonic() + ALIVE_S
         while len(self.results) < len(self.futures):
-            await asyncio.sleep(POLL_S)
+            pending = [f for i, f in enumerate(self.futures) if i not in self.results]
+            with contextlib.suppress(TimeoutError):          # no slot ended within POLL_S: look anyway
+                await asyncio.wait_for(wait(pending, return_when="FIRST_COMPLETED"), POLL_S)
             await self._drain()
             for i, f in enumerate(self.futures):
                 if i not in self.results and f.done():
@@ -220,6 +225,6 @@ class _Slots:
             pending = [f for f in self.futures if not f.done()]
             deadline = time.monotonic() + STOP_WAIT_S
             while pending and time.monotonic() < deadline:
-                await asyncio.sleep(POLL_S)
+                await asyncio.sleep(0.05)
                 pending = [f for f in pending if not f.done()]
             await asyncio.wait_for(self.c.client.cancel(self.futures, force=True), RPC_S)
