@@ -151,7 +151,7 @@ def test_an_experiments_cluster_cells_record_their_clients_and_each_workers_fact
         "targets:\n  sink: {target: null-http}\nphases: [generate, load]\n"
         "matrix:\n  load.cluster: ['local:1', 'local:2']\n")
     run_cli("run", str(tmp_path / "e.yaml"), "--results", str(tmp_path / "r"), "--no-report", "-q")
-    run = next((tmp_path / "r" / "so").iterdir())
+    run = next(d for d in (tmp_path / "r" / "so").iterdir() if d.name[:1].isdigit())     # beside data/
     cells = pq.read_table(run / "cells.parquet").to_pylist()
     assert [(c["cluster"], c["clients"], c["status"]) for c in cells] == [("local:1", 1, "ok"), ("local:2", 2, "ok")]
     facts = json.loads((run / "manifest.json").read_text())["cluster_clients"]["1"]
