@@ -167,3 +167,35 @@ def test_a_bad_load_cluster_in_an_experiment_is_one_line_naming_the_field(tmp_pa
     p = run_cli("run", str(tmp_path / "e.yaml"), "--dry-run", check=False)
     err = p.stderr.decode().strip()
     assert p.returncode == 2 and len(err.splitlines()) == 1 and "load.cluster" in err and words in err, err
+
+
+def test_two_slots_stream_each_its_group_and_their_seconds_merge(tmp_path):
+    common = ["-t", "null-http", "--scale", "10", "--seed", "5", "-w", "2", "-b", "500", "--points-per-series", "60",
+              "-q"]
+    run_cli("stream", *common, "--json", str(tmp_path / "one.json"))
+    run_cli("stream", *common, "--cluster", "local:2", "--json", str(tmp_path / "two.json"),
+            "--seconds", str(tmp_path / "s.parquet"))
+    one, two = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "two"))
+    assert two["verify"]["ok"] and two["rows"] == one["rows"] == two["verify"]["counted"]
+    assert two["clients"] == 2 and two["writers"] == 4
+    run_cli("generate", "-q", "--scale", "10", "--seed", "5", "--end", "2016-01-01T00:10:00Z", "--groups", "2",
+            "-o", str(tmp_path / "g.lp"))
+    want = [json.loads((tmp_path / f"g.g{i}.lp.manifest.json").read_text())["rows"] for i in (0, 1)]
+    assert [c["rows"] for c in two["client_slots"]] == want                       # group i of 2 each
+    import pyarrow.parquet as pq
+
+    from tsbench.stream.stats import merged
+
+    rows = pq.read_table(tmp_path / "s.parquet").to_pylist()
+    writes = [r for r in rows if r["op"] == "write"]
+    assert {r["slot"] for r in writes} == {0, 1} and {r["writer"] for r in writes} == {0, 1, 2, 3}
+    assert sum(r["rows"] for r in writes) == two["rows"]
+    assert merged([r["latency_hdr"] for r in writes if r["latency_hdr"]]).get_total_count() == two["batches"]
+
+
+def test_what_runs_from_one_client_is_refused_with_cluster_in_one_line():
+    p = run_cli("stream", "-t", "null", "--scale", "2", "--duration", "1", "--freshness", "--report-url",
+                "http://127.0.0.1:9/write", "--cluster", "local:2", check=False)
+    err = p.stderr.decode().strip()
+    assert p.returncode == 2 and len(err.splitlines()) == 1, err
+    assert "--freshness, --report-url run from one client; not with --cluster" in err, err

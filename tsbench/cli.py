@@ -394,13 +394,17 @@ def _print_load(s: dict, srv) -> None:
                    "http://127.0.0.1:8086/write?db=stats (InfluxDB 1.x).")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve the per-second figures for Prometheus at http://127.0.0.1:PORT/metrics (0: a free port).")
+@click.option("--cluster", default=None, metavar="ADDRESS",
+              help="Stream from a Dask cluster, one client slot per worker, each with --writers writers over "
+                   "its group of the entities and its share of --rate: local:N or tcp://HOST:PORT.")
 @click.option("--keep-server", is_flag=True, help="Leave the local server running.")
 @click.option("--no-verify", is_flag=True, help="Skip the count check at the end.")
 @click.option("--quiet", "-q", is_flag=True, help="No per-second lines and no summary.")
 def stream(target_name, server, options, server_options, ports, use_case, scale, params, schema_file, seed, start,
            interval, time_span, writers, batch_size, rate, delay, target_latency, duration, points_per_series, max_errors, if_exists,
            give_up_after, stall_timeout, json_out, seconds_out, queries_file, query_rate, ratio, query_workers,
-           query_window, freshness, freshness_every, report_url, metrics_port, keep_server, no_verify, quiet) -> None:
+           query_window, freshness, freshness_every, report_url, metrics_port, cluster, keep_server, no_verify,
+           quiet) -> None:
     """Write generated points for a duration or a number of points per series, at a rate
     or as fast as answered (inch's way), with per-second figures; verify the count.
 
@@ -425,7 +429,7 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
                          progress=not quiet, report_url=report_url, metrics_port=metrics_port,
                          query_rate=query_rate or 1.0, query_ratio=_ratio(ratio, query_rate),
                          query_workers=query_workers, query_window=query_window, freshness=freshness,
-                         freshness_every=freshness_every)
+                         freshness_every=freshness_every, cluster=cluster)
     if queries_file:
         from .queries import read_queries
 
@@ -541,6 +545,10 @@ def _print_stream(s: dict, opts) -> None:
                      f"{f['unseen']} unseen within {f['bound_s']:g} s" + (f"; {f['note']}" if f["note"] else ""))
     if s["report_note"]:
         lines.append(f"  {s['report_note']}")
+    for c in s["client_slots"]:
+        lines.append(f"  client slot {c['slot']} on {c['worker']} ({c['host']}): {c['writers']} writers, "
+                     f"{c['rows']:,} rows in {c['seconds']:.2f} s, CPU {c['cpu_seconds']:.2f} s, "
+                     f"started {c['start_s']:.3f} s after the driver")
     click.echo("\n".join(lines), err=True)
 
 

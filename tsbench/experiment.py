@@ -79,24 +79,26 @@ class TargetDecl(_Strict):
     server_options: dict[str, Any] = {}
 
 
+def _cluster_address(v: str | None) -> str | None:
+    from .cluster.address import parse
+
+    if v is not None:
+        try:
+            parse(v)
+        except UserError as exc:
+            raise ValueError(str(exc).removeprefix("--cluster: ")) from None
+    return v
+
+
+ClusterAddress = Annotated[str | None, AfterValidator(_cluster_address)]
+
+
 class LoadDecl(_Strict):
     workers: int = Field(4, ge=1)
     batch_size: int = Field(10_000, ge=1)
     processes: int = Field(1, ge=1)
     stall_timeout: float = Field(120.0, gt=0)     # seconds with no batch answered before the cell fails
-    cluster: str | None = None                    # local:N or tcp://HOST:PORT: client slots on Dask workers
-
-    @field_validator("cluster")
-    @classmethod
-    def _cluster(cls, v: str | None) -> str | None:
-        from .cluster.address import parse
-
-        if v is not None:
-            try:
-                parse(v)
-            except UserError as exc:
-                raise ValueError(str(exc).removeprefix("--cluster: ")) from None
-        return v
+    cluster: ClusterAddress = None                # local:N or tcp://HOST:PORT: client slots on Dask workers
 
 
 class QueriesDecl(_Strict):
@@ -137,6 +139,7 @@ class StreamDecl(_Strict):
     freshness: bool = False
     freshness_every: float = Field(1.0, gt=0)
     stall_timeout: float = Field(120.0, gt=0)
+    cluster: ClusterAddress = None                # client slots on Dask workers (not with queries or freshness)
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -148,6 +151,8 @@ class StreamDecl(_Strict):
             self.interval()
         if self.query_ratio is not None and not self.queries:
             raise ValueError("query_ratio mixes in the queries section's types: set queries: true")
+        if self.cluster and (self.queries or self.freshness):
+            raise ValueError("queries and freshness run from one client; not with cluster")
         try:
             self.ratio()
         except UserError as exc:

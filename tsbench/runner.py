@@ -112,6 +112,7 @@ def stream_dataset(c: Cell):
 def stream_columns(ds, res) -> dict:
     """The cells table's columns of a stream (StreamResult.summary's figures, flat)."""
     s = res.summary()
+    hosts = {"clients": s["clients"], "client_hosts": ",".join(s["client_hosts"])}
     lat, q, f = s["latency_ms"], s["queries"], s["freshness"]
     return {"series": ds.entities * len(ds.schema.series), "stream_seconds": s["seconds"],
             "stream_rows": s["rows"], "stream_values": s["values"], "rows_per_s": s["rows_per_s"],
@@ -124,7 +125,7 @@ def stream_columns(ds, res) -> dict:
             "stream_query_p50_ms": q.get("latency_ms", {}).get("p50"),
             "stream_query_p99_ms": q.get("latency_ms", {}).get("p99"),
             "freshness_p50_ms": f.get("latency_ms", {}).get("p50"), "freshness_p99_ms": f.get("latency_ms", {}).get("p99"),
-            "freshness_unseen": f.get("unseen")}
+            "freshness_unseen": f.get("unseen"), **hosts}
 
 
 class Runner:
@@ -292,7 +293,9 @@ class Runner:
 
     def _stream_rows(self, c: Cell, ds, row: dict, res) -> None:
         self.stream_rows.extend({"cell": c.id, **r} for r in res.seconds_rows())
-        row.update(stream_columns(ds, res))
+        row.update(stream_columns(ds, res), cluster=c.stream.cluster)
+        if res.clients:
+            self.clients[c.id] = res.clients
 
     async def _verify(self, c: Cell, row: dict, df, conn) -> None:
         """The per-table recount (the verify phase): every table holds what the data file has."""

@@ -69,8 +69,10 @@ async def load(conn: Connection, df: DataFile, opts: LoadOptions) -> LoadResult:
 
 async def stream(conn: Connection, ds: Dataset, opts):
     """Stream (generated on the fly) into an open target: create, timed writers, verify."""
-    from .stream.run import stream as stream_phase
-
+    if opts.cluster:
+        from .cluster.streaming import stream as stream_phase
+    else:
+        from .stream.run import stream as stream_phase
     pids = conn.server.pids() if conn.server else None
     async with watchdog(f"stream into {conn.target.name}", conn.server):
         return await stream_phase(conn.target, ds, opts, pids)

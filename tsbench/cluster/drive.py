@@ -55,6 +55,7 @@ async def maybe_cluster(text: str | None, target: str):
         driver = client_facts()
         check_same_build(driver, workers)
         cluster = Cluster(client, text, driver, workers)
+        cluster.driver_offset = await cluster._driver_offset()
         try:
             yield cluster
         finally:
@@ -73,7 +74,7 @@ class Cluster:
         self.client, self.text, self.driver, self.workers = client, text, driver, workers
         self.shares: list[tuple[str, tuple[int, int] | None]] = []     # per slot: path, byte range
         self.made: list[str] = []                                       # shares generated on the workers
-        self.driver_offset = 0.0            # the scheduler's clock minus this machine's (s), taken by place()
+        self.driver_offset = 0.0            # the scheduler's clock minus this machine's (s), taken at the start
 
     @property
     def slots(self) -> int:
@@ -86,12 +87,11 @@ class Cluster:
         """Each slot's share: a byte range of a data file every worker sees, or (GeneratedData)
         its group generated on its worker, untimed; then data holds the summed counts."""
         n = self.slots
-        self.driver_offset = await self._driver_offset()
         if not isinstance(data, GeneratedData):
             self.shares = [(str(data.path), r) for r in byte_ranges(data.path, n)]
             return
         jobs = [ShareJob(i, n, data.dataset.spec, data.format) for i in range(n)]
-        data.shares = await _Slots(self, make_share, jobs).run()
+        data.shares = await Slots(self, make_share, jobs).run()
         self.made = [r["path"] for r in data.shares]
         self.shares = [(p, None) for p in self.made]
         data.rows, data.values = sum(r["rows"] for r in data.shares), sum(r["values"] for r in data.shares)
@@ -109,8 +109,12 @@ class Cluster:
                         f"tsbench-live-{token}", f"tsbench-stop-{token}")
                 for i, (path, r) in enumerate(self.shares)]
         t0 = time.time()
-        results = await _Slots(self, run_slot, jobs, counters, token).run()
+        results = await Slots(self, run_slot, jobs, token, _live_counters(counters), _final_counters(counters)).run()
         return self._merge(results, list(self.workers), t0, self.driver_offset)
+
+    def shift(self, addr: str) -> float:
+        """Seconds to add to worker addr's clock for this machine's."""
+        return shift_of(self.workers[addr]["clock_offset_s"], self.driver_offset)
 
     async def _driver_offset(self) -> float:
         """The scheduler's clock minus this machine's, from one round trip."""
@@ -122,7 +126,7 @@ class Cluster:
         slots, clients = [], []
         for r, a in zip(results, addrs):
             f = self.workers[a]
-            shift = shift_of(f["clock_offset_s"], driver_offset)
+            shift = self.shift(a)
             slots.append(on_driver_clock(r["samples"], shift))
             first = r["first_batch_time"]
             clients.append({"slot": r["slot"], "worker": a, "host": f["hostname"], "rows": r["totals"][0],
@@ -139,15 +143,32 @@ class Cluster:
                           counted)
 
 
-class _Slots:
-    """One task per worker (fn(job), pinned to it), watched until all finished or one
-    failed. With a token, the tasks' live counters (the Dask queue tsbench-live-TOKEN)
-    feed `counters`, and tsbench-stop-TOKEN is the event that tells them to stop."""
+def _live_counters(counters):
+    """A slot's live message: its cumulative counters, into its row of the load's."""
+    def take(i: int, msg: dict) -> None:
+        n = len(msg["totals"])
+        counters[i * n: (i + 1) * n] = msg["totals"]
+    return take
 
-    def __init__(self, cluster: Cluster, fn, jobs: list, counters=None, token: str | None = None):
+
+def _final_counters(counters):
+    """A slot's result: its final totals, into its row of the load's."""
+    def take(i: int, r: dict) -> None:
+        n = len(r["totals"])
+        counters[i * n: (i + 1) * n] = r["totals"]
+    return take
+
+
+class Slots:
+    """One task per worker (fn(job), pinned to it), watched until all finished or one
+    failed. With a token, the tasks' live messages (the Dask queue tsbench-live-TOKEN) go
+    to on_live(slot, message) until the slot's result (to on_result(slot, result)), and
+    tsbench-stop-TOKEN is the event that tells them to stop."""
+
+    def __init__(self, cluster: Cluster, fn, jobs: list, token: str | None = None, on_live=None, on_result=None):
         from distributed import Event, Queue
 
-        self.c, self.fn, self.jobs, self.counters = cluster, fn, jobs, counters
+        self.c, self.fn, self.jobs, self.on_live, self.on_result = cluster, fn, jobs, on_live, on_result
         self.addrs = list(cluster.workers)
         self.live = Queue(f"tsbench-live-{token}", client=cluster.client) if token else None
         self.stop = Event(f"tsbench-stop-{token}", client=cluster.client) if token else None
@@ -187,9 +208,8 @@ class _Slots:
         if "error" in r:
             self._fail(i, r["error"])
         self.results[i] = r
-        if self.counters is not None:
-            n = len(r["totals"])
-            self.counters[i * n: (i + 1) * n] = r["totals"]
+        if self.on_result is not None:
+            self.on_result(i, r)
 
     async def _cause(self, f) -> str:
         from distributed import KilledWorker
@@ -207,9 +227,8 @@ class _Slots:
         if self.live is None:
             return
         for msg in await _bounded(self.live.get(batch=True), "the slots' counters", self.c.text):
-            i, totals = msg["slot"], msg["totals"]
-            if i not in self.results:
-                self.counters[i * len(totals): (i + 1) * len(totals)] = totals
+            if msg["slot"] not in self.results and self.on_live is not None:
+                self.on_live(msg["slot"], msg)
 
     async def _check_alive(self) -> None:
         info = await _bounded(self.c.client.scheduler.identity(), "the list of workers", self.c.text)

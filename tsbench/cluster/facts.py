@@ -24,7 +24,8 @@ def _facts_and_imports(target: str) -> dict:
 
     from .. import databases
 
-    for module in ("tsbench.generate", "tsbench.cluster.slot"):      # here, before the timed part
+    for module in ("tsbench.generate", "tsbench.cluster.slot", "tsbench.cluster.stream_slot", "tsbench.stream.run",
+                   "tsbench.stream.source"):                          # here, before the timed part
         importlib.import_module(module)
     databases.target_class(target)
     return client_facts()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
 import sys
 import time
 from dataclasses import dataclass, field
@@ -66,6 +67,7 @@ class StreamOptions:
     query_window: float = 300.0          # seconds: the freshest window a moved query covers at most
     freshness: bool = False              # probe the time from a write's answer until a count sees it (fresh.py)
     freshness_every: float = 1.0         # seconds between probes at least
+    cluster: str | None = None           # local:N or tcp://HOST:PORT: client slots on Dask (cluster/streaming.py)
 
     def check(self) -> None:
         if self.duration is None and self.points_per_series is None:
@@ -93,6 +95,19 @@ class StreamOptions:
             raise UserError("--query-rate and --query-window: must be positive; --query-workers: at least 1")
         if self.query_ratio is not None and self.queries is None:
             raise UserError("--ratio: the queries to mix in come from --queries (a queries file)")
+        if self.cluster:
+            self._check_cluster()
+
+    def _check_cluster(self) -> None:
+        """What runs from one client only is refused with --cluster, by name."""
+        from ..cluster.address import parse
+
+        parse(self.cluster)
+        one = [name for name, on in (("--queries", self.queries is not None), ("--freshness", self.freshness),
+                                     ("--report-url", self.report_url), ("--metrics-port", self.metrics_port is not None))
+               if on]
+        if one:
+            raise UserError(f"stream --cluster: {', '.join(one)} run from one client; not with --cluster")
 
 
 def stream_options(decl, queries: list | None, progress: bool = True) -> StreamOptions:
@@ -103,7 +118,7 @@ def stream_options(decl, queries: list | None, progress: bool = True) -> StreamO
                          stall_seconds=decl.stall_timeout, progress=progress, queries=queries,
                          query_rate=decl.query_rate, query_ratio=decl.ratio(), query_workers=decl.query_workers,
                          query_window=decl.query_window, freshness=decl.freshness,
-                         freshness_every=decl.freshness_every)
+                         freshness_every=decl.freshness_every, cluster=decl.cluster)
 
 
 @dataclass
@@ -132,6 +147,7 @@ class StreamResult:
     query_table: list = field(default_factory=list)  # per second and query type (mixed.py)
     freshness_table: list = field(default_factory=list)  # per second: the probes' figures (fresh.py)
     freshness: dict = field(default_factory=dict)    # the freshness probe's totals
+    clients: list = field(default_factory=list)      # --cluster: each slot's worker, host and figures
     queries: dict = field(default_factory=dict)      # queries run while writing: count, errors, latency, unsupported
     status: str = "ok"
     reason: str = ""
@@ -155,7 +171,10 @@ class StreamResult:
                 "latency_ms": self.latency_ms,
                 "verify": {"unit": self.count_unit, "expected": self.expected, "counted": self.counted,
                            "ok": self.verified, "note": self.verify_note}, "report_note": self.report_note,
-                "queries": self.queries, "freshness": self.freshness}
+                "queries": self.queries, "freshness": self.freshness,
+                "clients": len(self.clients) or 1,
+                "client_hosts": sorted({c["host"] for c in self.clients}) or [socket.gethostname()],
+                "client_slots": self.clients}
 
 
 def start_now(interval: str | None) -> str:
@@ -177,7 +196,7 @@ def spread_interval(time_span: str, points_per_series: int, what: str) -> str:
     return f"{step}ns"
 
 
-def _epochs(ds: Dataset, opts: StreamOptions) -> int:
+def epochs_of(ds: Dataset, opts: StreamOptions) -> int:
     if opts.points_per_series is not None:
         return opts.points_per_series
     return (MAX_TIME_NS - ds.start_ns) // ds.interval_ns
@@ -193,7 +212,7 @@ async def stream(target: Target, ds: Dataset, opts: StreamOptions, server_pids: 
     writers = min(opts.writers, ds.entities)          # a writer owns at least one entity
     shares = [ds.group_range(w, writers) for w in range(writers)]
     tables = tables_of(ds, 0, 0)
-    epochs = _epochs(ds, opts)
+    epochs = epochs_of(ds, opts)
     sources = [BatchSource(ds, fmt, lo, hi, epochs, opts.batch_size) for lo, hi in shares]
     stats = Stats(writers, [(hi - lo) * len(ds.schema.series) for lo, hi in shares])
     res = StreamResult(cls.name, target.url, writers, count_unit=cls.count_unit)
@@ -201,7 +220,7 @@ async def stream(target: Target, ds: Dataset, opts: StreamOptions, server_pids: 
     try:
         await _timed(target, ds, sources, stats, opts, res, server_pids)
         if res.errors == 0 and opts.verify:
-            await _verify(target, ds, tables, sources, opts, res)
+            await verify_count(target, ds, tables, max(s.epoch for s in sources), opts, res)
         elif opts.verify:
             res.verify_note = f"not checked: {res.errors} refused batches may be in the database in part"
     except StreamError as exc:
@@ -211,7 +230,7 @@ async def stream(target: Target, ds: Dataset, opts: StreamOptions, server_pids: 
     return res
 
 
-class _Writers:
+class Writers:
     """The writers of one run and what they share: the stop, the stats, the first failure."""
 
     def __init__(self, target, sources, stats: Stats, opts: StreamOptions, res: StreamResult, t0: float):
@@ -271,7 +290,7 @@ async def _timed(target, ds: Dataset, sources, stats: Stats, opts: StreamOptions
                  server_pids) -> None:
     t0 = time.perf_counter()
     cpu0, scpu0 = _cpu_self(), _cpu_of(server_pids)
-    run = _Writers(target, sources, stats, opts, res, t0)
+    run = Writers(target, sources, stats, opts, res, t0)
     mixed = _mixed(target, ds, sources, opts, t0)
     if mixed is not None:
         stats.also_roll.append(mixed.stats.roll)
@@ -295,7 +314,7 @@ async def _timed(target, ds: Dataset, sources, stats: Stats, opts: StreamOptions
                 if probe is not None:
                     tg.create_task(probe.run(run.stop))
                 if opts.duration is not None:
-                    tg.create_task(_stop_after(run.stop, opts.duration))
+                    tg.create_task(stop_after(run.stop, opts.duration))
     except BaseException as exc:
         e = first_error(exc)
         if isinstance(e, (Stalled, StreamError)) or e is exc:
@@ -354,7 +373,7 @@ async def _stopped_within(stop: asyncio.Event, seconds: float) -> bool:
         return False
 
 
-async def _stop_after(stop: asyncio.Event, seconds: float) -> None:
+async def stop_after(stop: asyncio.Event, seconds: float) -> None:
     await _stopped_within(stop, seconds)
     stop.set()
 
@@ -409,9 +428,11 @@ def _totals(stats: Stats, res: StreamResult) -> None:
     res.table = t
 
 
-async def _verify(target, ds: Dataset, tables: Tables, sources, opts: StreamOptions, res: StreamResult) -> None:
-    """The count over the epochs written, against the points answered."""
-    reached = max(s.epoch for s in sources) + 1 + ds.schema.faults.max_lateness
+async def verify_count(target, ds: Dataset, tables: Tables, epoch: int, opts: StreamOptions,
+                       res: StreamResult) -> None:
+    """The count over the epochs written (up to `epoch`, the furthest a writer reached),
+    against the points answered."""
+    reached = epoch + 1 + ds.schema.faults.max_lateness
     end = min(ds.start_ns + reached * ds.interval_ns, MAX_TIME_NS)
     written = Tables(tables.tables, ds.start_ns, end, res.rows, res.values)
     res.expected = res.rows if res.count_unit == "rows" else res.values
