@@ -213,3 +213,104 @@ int32_t ts_split_csv(const ts_csv_layout *L, const char *buf, uint64_t len,
     }
     return 0;
 }
+
+/* ---- spreading a batch over several servers by series (phase 2) ---------------------- */
+
+static uint64_t fnv1a(uint64_t h, const char *s, const char *e)
+{
+    for (; s < e; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* the columns of csv line [s, e) from column `from` up to (not with) column `to`, as [*b, *q) */
+static void csv_columns(const char *s, const char *e, uint32_t from, uint32_t to, const char **b, const char **q)
+{
+    const char *p = s;
+    for (uint32_t k = 0; k < to && p < e; k++) {
+        if (k == from)
+            *b = p;
+        const char *c = memchr(p, ',', (size_t)(e - p));
+        p = c ? c + 1 : e;
+    }
+    if (from >= to || *b == NULL)
+        *b = p;
+    *q = p;
+}
+
+/* the part of line [s, e): the hash of its series key mod n (influx: the measurement and
+ * tags, up to the first unescaped space; csv: the measurement column and the tag
+ * columns); -1 for a csv measurement the layout lacks */
+static int32_t part_of(int32_t fmt, const ts_csv_layout *L, const char *s, const char *e, uint32_t n,
+                       int32_t *hint)
+{
+    uint64_t h = 1469598103934665603ULL;
+    if (fmt == TS_FMT_INFLUX) {
+        const char *p = s;
+        while (p < e && !(*p == ' ' && (p == s || p[-1] != '\\')))
+            p++;
+        h = fnv1a(h, s, p);
+    } else {
+        int32_t t = csv_table(L, s, e, *hint);
+        if (t < 0)
+            return -1;
+        *hint = t;
+        const char *c = memchr(s, ',', (size_t)(e - s));
+        const char *b = NULL, *q = NULL;
+        h = fnv1a(h, s, c ? c : e);
+        csv_columns(s, e, 2, 2 + L->n_tags[t], &b, &q);
+        h = fnv1a(h, b, q);
+    }
+    return (int32_t)(h % n);
+}
+
+int32_t ts_route_series(int32_t fmt, const ts_csv_layout *L, const char *buf, uint64_t len, uint32_t n,
+                        char *dst, uint64_t dst_cap, ts_part_out *parts, uint64_t *err_pos)
+{
+    if (!buf || !dst || !parts || n < 1 || fmt < 0 || fmt >= TS_FMT_COUNT || (fmt != TS_FMT_INFLUX && !L) ||
+        dst_cap < len + 1)
+        return -1;
+    const char *end = buf + len;
+    for (uint32_t i = 0; i < n; i++)
+        parts[i] = (ts_part_out){0, 0, 0, 0};
+    int32_t hint = -1;
+    for (const char *p = buf; p < end;) {           /* pass 1: bytes, rows and values per part */
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        if (le > p) {
+            int32_t k = part_of(fmt, L, p, le, n, &hint);
+            if (k < 0) {
+                if (err_pos)
+                    *err_pos = (uint64_t)(p - buf);
+                return -4;
+            }
+            parts[k].bytes += (uint64_t)(le - p) + 1;
+            parts[k].rows++;
+            parts[k].values += fmt == TS_FMT_INFLUX ? influx_values(p, le) : csv_values(p, le, 2 + L->n_tags[hint]);
+        }
+        p = nl ? nl + 1 : end;
+    }
+    uint64_t off = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        parts[i].offset = off;
+        off += parts[i].bytes;
+    }
+    uint64_t *fill = (uint64_t *)__builtin_alloca(sizeof(uint64_t) * n);
+    for (uint32_t i = 0; i < n; i++)
+        fill[i] = parts[i].offset;
+    hint = -1;
+    for (const char *p = buf; p < end;) {           /* pass 2: each line, whole, to its part */
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        if (le > p) {
+            int32_t k = part_of(fmt, L, p, le, n, &hint);
+            memcpy(dst + fill[k], p, (size_t)(le - p));
+            fill[k] += (uint64_t)(le - p);
+            dst[fill[k]++] = '\n';
+        }
+        p = nl ? nl + 1 : end;
+    }
+    return 0;
+}

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 /* CDEF BEGIN */
-#define TS_API_VERSION 6
+#define TS_API_VERSION 7
 
 /* step distributions: normal(mean=a, sd=b) | uniform[a, b) | constant a */
 enum { TS_DIST_NORMAL = 0, TS_DIST_UNIFORM = 1, TS_DIST_CONST = 2 };
@@ -258,6 +258,14 @@ int32_t ts_cut(int32_t fmt, const ts_csv_layout *layout, const char *buf, uint64
  * *err_pos = the offending line's offset). */
 int32_t ts_split_csv(const ts_csv_layout *layout, const char *buf, uint64_t len,
                      char *dst, uint64_t dst_cap, ts_part_out *parts, uint64_t *err_pos);
+
+/* the records of buf[0, len) into dst grouped into n parts by their series (an FNV-1a
+ * hash of the series key mod n: influx, the measurement and tags; csv, the measurement
+ * and tag columns, which needs layout), each line whole and ending in a newline;
+ * parts[i] tells where part i's lines are (dst_cap >= len + 1 suffices). Returns 0
+ * or < 0 as ts_split_csv. */
+int32_t ts_route_series(int32_t fmt, const ts_csv_layout *layout, const char *buf, uint64_t len, uint32_t n,
+                        char *dst, uint64_t dst_cap, ts_part_out *parts, uint64_t *err_pos);
 
 /* ---- rendering CSV parts through a template (phase 2: load) --------------------------- */
 

@@ -93,3 +93,41 @@ def test_byte_ranges_split_on_records(files, parts):
 def test_bad_batch_size():
     with pytest.raises(Exception, match="--batch-size: must be at least 1"):
         BatchReader("x", "influx", 0)
+
+
+def _fnv1a(key: bytes) -> int:
+    h = 1469598103934665603
+    for b in key:
+        h = ((h ^ b) * 1099511628211) & (2 ** 64 - 1)
+    return h
+
+
+def test_route_series_sends_each_record_where_its_series_key_hashes(tmp_path):
+    """Golden: the part of each record is FNV-1a of its series key mod n, computed here
+    apart from the C core (influx: up to the first unescaped space; csv: the measurement
+    and the tag columns), records kept whole and in order within a part."""
+    from tsbench.batches import csv_layout
+    from tsbench.datafile import open_datafile
+    from tsbench.native import cut, route_series
+
+    for fmt in ("influx", "csv"):
+        path = tmp_path / f"d.{fmt}"
+        run_cli("generate", "-q", "--scale", "5", "--end", "2016-01-01T00:01:00Z", "--format", fmt, "-o", str(path))
+        df = open_datafile(path)
+        layout = csv_layout(df.tables()) if fmt == "csv" else None
+        data = path.read_bytes()
+        dst, parts = route_series(fmt, data, 3, layout)
+        want = [[], [], []]
+        for line in data.splitlines():
+            if fmt == "influx":
+                key = line.split(b" ", 1)[0]
+            else:
+                cols = line.split(b",")
+                ntags = len(next(t for t in df.tables() if t.name == cols[0].decode()).tags)
+                key = cols[0] + b"".join(c + b"," for c in cols[2: 2 + ntags])
+            want[_fnv1a(key) % 3].append(line + b"\n")
+        for p, lines in zip(parts, want):
+            off, n = p.bytes
+            assert bytes(dst[off: off + n]) == b"".join(lines) and p.rows == len(lines)
+            assert p.values == cut(fmt, dst, off, off + n, 10**9, True, layout).values
+        assert sum(p.rows for p in parts) == df.rows and all(p.rows for p in parts)

@@ -281,3 +281,31 @@ def test_apt_version(tmp_path, datafiles):
         run(go())
     finally:
         s.stop()
+
+
+def test_two_servers_behind_one_target_hold_a_share_of_the_series_each(server, datafiles, tmp_path):
+    """`--server A,B -O spread=series`: each record goes to the server its series hashes to;
+    the load verifies the sum, and each server holds its own series, none of the other's."""
+    df = datafiles["devops"]
+    with local_server("influx") as other:
+        urls = [server.url, other.url]
+        out = tmp_path / "s.json"
+        run_cli("load", str(df.path), "-t", "influx", "-s", ",".join(urls), "-O", "spread=series",
+                "--if-exists", "drop", "-q", "--no-compact", "--json", str(out))
+        s = json.loads(out.read_text())
+
+        async def per_server():
+            counts, hosts = [], []
+            for u in urls:
+                t = InfluxTarget(u)
+                await t.open()
+                try:
+                    counts.append(await t.count(df.tables()))
+                    res = await t.influxql("SHOW SERIES", t.db)
+                    hosts.append({row[0] for x in res[0].get("series", []) for row in x["values"]})
+                finally:
+                    await t.close()
+            return counts, hosts
+        counts, keys = asyncio.run(per_server())
+    assert s["verify"]["ok"] and sum(counts) == s["verify"]["counted"] == df.values
+    assert all(c > 0 for c in counts) and not keys[0] & keys[1]

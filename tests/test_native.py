@@ -150,4 +150,4 @@ def test_stale_build_is_reported_in_one_line(tmp_path):
 
 
 def test_api_version_matches():
-    assert lib.ts_api_version() == native.API_VERSION == 6
+    assert lib.ts_api_version() == native.API_VERSION == 7

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from . import databases
 from .databases.server import Server, home, say
+from .databases.spread import check_spread_options, make_target
 from .databases.target import Target
 
 CLOSE_TIMEOUT_S = 10.0
@@ -44,8 +45,9 @@ async def connect(target_name: str, server: str = "local", options: dict | None 
                 say(f"started {st.kind} {st.version} (pid {st.pid}) at {st.url}, data in {st.datadir}")
     else:
         url = server
+    check_spread_options(url, options or {})
     try:
-        t = cls(url, options)
+        t = make_target(cls, url, options)
         await t.open()
         try:
             yield Connection(t, srv, datadir)

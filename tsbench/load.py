@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 
 from .batches import BatchReader, byte_ranges, csv_layout
 from .cluster.drive import maybe_cluster
-from .pump import N_COUNTERS, first_error, pump
+from .pump import N_COUNTERS, BackoffRule, first_error, pump
 from .datafile import DataFile
 from .errors import UserError
 from .databases.server import allocated_bytes
+from .databases.spread import make_target, target_options
 from .databases.target import Target
 from .errors import Fatal, LoadError, Retryable
 from .model import Tables
@@ -34,16 +35,13 @@ COMPACT_STALLS = 15          # compaction may take this many --stall-timeout bou
 
 
 @dataclass
-class LoadOptions:
+class LoadOptions(BackoffRule):
     workers: int = 4
     batch_size: int = 10_000
     processes: int = 1
     if_exists: str = "abort"
     verify: bool = True
     compact: bool = True
-    backoff_base: float = 0.05      # seconds, doubled per consecutive push-back of a batch
-    backoff_cap: float = 5.0
-    give_up_after: float = 300.0    # seconds of push-back on one batch before failing
     stall_seconds: float = 120.0    # seconds with no batch answered (acknowledged or pushed back) before failing
     progress: bool = True
     cluster: str | None = None      # --cluster: local:N or tcp://HOST:PORT of a Dask scheduler
@@ -122,7 +120,7 @@ def _child(target_cls, url, options, df_path, fmt, compression, tables, rng_, op
     asyncio.events._set_running_loop(None)   # forked from inside the parent's running loop
 
     async def go():
-        t = target_cls(url, options)
+        t = make_target(target_cls, url, options)
         await t.open()
         try:
             await t.attach(tables)
@@ -342,8 +340,9 @@ async def _load_processes(target: Target, df: DataFile, tables: Tables, opts: Lo
     errq = ctx.SimpleQueue()
     procs = []
     for slot, rng_ in enumerate(byte_ranges(df.path, opts.processes)):
-        p = ctx.Process(target=_child, args=(type(target), target.url, target.options.model_dump(), df.path,
-                                             df.format, df.compression, tables, rng_, opts, counters, slot, errq))
+        member = getattr(type(target), "member", type(target))        # a spread is made again in the child
+        p = ctx.Process(target=_child, args=(member, target.url, target_options(target), df.path, df.format,
+                                             df.compression, tables, rng_, opts, counters, slot, errq))
         p.start()
         procs.append(p)
     try:

@@ -14,7 +14,7 @@ import numpy as np
 from .errors import UserError
 from .schema import FAULT_SETTINGS, Compiled
 
-API_VERSION = 6  # TS_API_VERSION of the csrc/tsbench.h this package was written against
+API_VERSION = 7  # TS_API_VERSION of the csrc/tsbench.h this package was written against
 
 FORMATS = {"influx": 0, "csv": 1}  # TS_FMT_* values
 
@@ -274,6 +274,21 @@ def split_csv(layout: CsvLayout, data) -> tuple[bytearray, list[Cut | None]]:
     out = [(int(p.offset), int(p.bytes), int(p.rows), int(p.values)) if p.rows else None
            for p in (parts[i] for i in range(len(layout.names)))]
     return dst, out
+
+
+def route_series(fmt: str, data, parts: int, layout: CsvLayout | None = None) -> tuple[bytearray, list[Cut]]:
+    """The records of data grouped into `parts` by a hash of their series key (csv needs
+    the layout): (buffer, per part a Cut whose `bytes` is (offset, length))."""
+    src = ffi.from_buffer(data)
+    dst = bytearray(len(src) + 1)
+    out = ffi.new("ts_part_out[]", parts)
+    err = ffi.new("uint64_t *")
+    rc = lib.ts_route_series(FORMATS[fmt], layout.c if layout else ffi.NULL, src, len(src), parts,
+                             ffi.from_buffer(dst, require_writable=True), len(dst), out, err)
+    if rc == -4:
+        raise CsvMeasurementError(bytes(data[err[0]: err[0] + 200]), layout.names)
+    _check(rc, "route_series")
+    return dst, [Cut((int(p.offset), int(p.bytes)), int(p.rows), int(p.values)) for p in (out[i] for i in range(parts))]
 
 
 # ---- phase 2: rendering CSV parts through a template (ts_render) ---------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from dataclasses import dataclass
 
 from .databases.target import Target
 from .errors import LoadError, Retryable
@@ -16,7 +17,17 @@ from .errors import LoadError, Retryable
 N_COUNTERS = 6
 
 
-async def write_with_backoff(target: Target, b, opts, rng: random.Random, backed_off) -> None:
+@dataclass
+class BackoffRule:
+    """How long to wait between tries of a pushed-back batch, and for how long at most
+    (LoadOptions and StreamOptions are one)."""
+
+    backoff_base: float = 0.05      # seconds, doubled per consecutive push-back of a batch
+    backoff_cap: float = 5.0
+    give_up_after: float = 300.0    # seconds of push-back on one batch before failing
+
+
+async def write_with_backoff(target: Target, b, opts: BackoffRule, rng: random.Random, backed_off) -> None:
     """target.write(b), again after a jittered exponential backoff (opts.backoff_base doubled
     per push-back, at most opts.backoff_cap) while the server pushes back (Retryable), for at
     most opts.give_up_after seconds; backed_off(pause) hears of each pause. Load and stream

@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass
 
 from ..batches import byte_ranges
+from ..databases.spread import target_options
 from ..errors import LoadError, UserError
 from ..hostfacts import client_facts
 from .address import open_cluster, parse
@@ -105,7 +106,7 @@ class Cluster:
         """Each worker loads its share; counters (the load's, one row of N_COUNTERS per
         slot) follow them live and hold their totals at the end."""
         token = uuid.uuid4().hex[:12]
-        jobs = [SlotJob(i, type(target).name, target.url, target.options.model_dump(), tables, path, fmt, r, opts,
+        jobs = [SlotJob(i, type(target).name, target.url, target_options(target), tables, path, fmt, r, opts,
                         f"tsbench-live-{token}", f"tsbench-stop-{token}")
                 for i, (path, r) in enumerate(self.shares)]
         t0 = time.time()

@@ -94,10 +94,11 @@ def run_slot(job: SlotJob) -> dict:
 
 async def _run(job: SlotJob, live, stop) -> dict:
     from .. import databases
+    from ..databases.spread import make_target
     from ..batches import BatchReader, csv_layout
     from ..pump import N_COUNTERS, pump
 
-    t = databases.target_class(job.target)(job.url, job.options)
+    t = make_target(databases.target_class(job.target), job.url, job.options)
     await t.open()
     try:
         await t.attach(job.tables)

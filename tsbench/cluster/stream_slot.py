@@ -51,6 +51,7 @@ def _writer_shares(lo: int, hi: int, writers: int) -> list[tuple[int, int]]:
 
 async def _run(job: StreamSlotJob, live, stop) -> dict:
     from .. import databases
+    from ..databases.spread import make_target
     from ..datafile import tables_of
     from ..dataset import resolve
     from ..stream.run import StreamResult, Writers, epochs_of, stop_after
@@ -58,7 +59,7 @@ async def _run(job: StreamSlotJob, live, stop) -> dict:
     from ..stream.stats import Stats
 
     ds, opts = resolve(job.spec), job.opts
-    t = databases.target_class(job.target)(job.url, job.options)
+    t = make_target(databases.target_class(job.target), job.url, job.options)
     await t.open()
     try:
         await t.attach(tables_of(ds, 0, 0))

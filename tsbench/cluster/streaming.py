@@ -15,6 +15,7 @@ import time
 import uuid
 
 from ..datafile import tables_of
+from ..databases.spread import target_options
 from ..errors import UserError
 from ..load import _cpu_of, _cpu_self
 from ..stream.run import StreamError, StreamResult, verify_count
@@ -55,7 +56,7 @@ def _jobs(cluster, target, ds, opts) -> list[StreamSlotJob]:
         lo, hi = ds.group_range(i, cluster.slots)
         mine = dataclasses.replace(opts, cluster=None, progress=False,
                                    rate=opts.rate * (hi - lo) / ds.entities if opts.rate else None)
-        jobs.append(StreamSlotJob(i, type(target).name, target.url, target.options.model_dump(), ds.spec, (lo, hi),
+        jobs.append(StreamSlotJob(i, type(target).name, target.url, target_options(target), ds.spec, (lo, hi),
                                   mine, f"tsbench-live-{token}", f"tsbench-stop-{token}"))
     return jobs
 

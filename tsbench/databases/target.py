@@ -69,8 +69,9 @@ class Target:
 
     @classmethod
     def parse_options(cls, options: dict[str, Any]) -> BaseModel:
+        """The options model of these options (a spread's own, spread.KEYS, set aside)."""
         try:
-            return cls.options_model(**options)
+            return cls.options_model(**{k: v for k, v in options.items() if k not in ("spread", "spread_count")})
         except ValidationError as exc:
             e = exc.errors()[0]
             loc = ".".join(str(x) for x in e["loc"])

@@ -22,7 +22,7 @@ from ..databases.target import Target
 from ..errors import Fatal, UserError
 from ..errors import LoadError
 from ..load import _count_settled, _cpu_of, _cpu_self
-from ..pump import first_error, write_with_backoff
+from ..pump import BackoffRule, first_error, write_with_backoff
 from ..model import Tables
 from ..watch import Stalled, bounded, watchdog
 from .fresh import Freshness, check_probe
@@ -42,7 +42,7 @@ class StreamError(UserError):
 
 
 @dataclass
-class StreamOptions:
+class StreamOptions(BackoffRule):
     writers: int = 8
     batch_size: int = 10_000
     rate: float | None = None            # points (rows)/s of all writers together: open loop
@@ -52,9 +52,6 @@ class StreamOptions:
     max_errors: int = 0                  # refused batches tolerated; one more stops the run
     if_exists: str = "abort"
     verify: bool = True
-    backoff_base: float = 0.05
-    backoff_cap: float = 5.0
-    give_up_after: float = 300.0
     stall_seconds: float = 120.0
     progress: bool = True
     report_url: str | None = None        # the per-second figures pushed here as line protocol
