@@ -318,3 +318,21 @@ def test_timescaledb_options_checked_and_rendered():
     assert "time_bucket" not in plain.bucket_ns(60 * 10**9)
     assert ts.bucket_ns(60 * 10**9) == ("(extract(epoch from time_bucket(INTERVAL '60000000 microseconds', m.time))"
                                        " * 1000000)::bigint * 1000")
+
+
+def test_a_multi_host_url_goes_to_libpq_which_takes_the_host_that_answers(pg, files):
+    """postgresql://DEAD,LIVE/db is one URL for libpq (not a spread over two targets): the
+    load reaches the live host."""
+    live = pg.url.split("@", 1)[1].split("/", 1)[0]                       # host:port
+    url = pg.url.replace(live, f"127.0.0.1:9,{live}", 1)
+    p = run_cli("load", str(files["cpu-only"]), "-t", "postgres", "-s", url, "--if-exists", "drop", "-q",
+                "--no-compact")
+    assert p.returncode == 0
+
+
+def test_only_urls_each_with_a_scheme_make_a_spread():
+    from tsbench.databases.spread import is_spread
+
+    assert is_spread("http://a:8086,http://b:8086") and not is_spread("http://a:8086")
+    for one in ("postgresql://u@h1:5432,h2:5432/db", "mongodb://h1:27017,h2:27017/?replicaSet=r", "cassandra://h1,h2"):
+        assert not is_spread(one)

@@ -1,5 +1,5 @@
 """Several servers behind one target (phase 2, every target; `--server URL1,URL2,...`, as
-influxdb-comparisons' loaders took -urls). Each URL gets its own instance of the target
+influxdb-comparisons' loaders took -urls; a driver's own multi-host URL is left to it). Each URL gets its own instance of the target
 class. A batch goes whole to the next server in turn (`-O spread=round-robin`, the
 default), or is split by series in the C core (`-O spread=series`: every record to the
 server its series key hashes to, so each series lives on one server, as a sharded
@@ -23,7 +23,11 @@ COUNT = ("sum", "one")
 
 
 def is_spread(url: str | None) -> bool:
-    return bool(url) and "," in url
+    """Several URLs, each with its scheme. A driver's own multi-host URL
+    (postgresql://h1:5432,h2:5432/db, mongodb://h1,h2/?replicaSet=r, cassandra://h1,h2)
+    is one URL: the driver spreads over its hosts itself."""
+    parts = (url or "").split(",")
+    return len(parts) > 1 and all("://" in p for p in parts)
 
 
 def make_target(cls: type[Target], url: str | None, options: dict | None = None) -> Target:
