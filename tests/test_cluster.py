@@ -199,3 +199,23 @@ def test_what_runs_from_one_client_is_refused_with_cluster_in_one_line():
     err = p.stderr.decode().strip()
     assert p.returncode == 2 and len(err.splitlines()) == 1, err
     assert "--freshness, --report-url run from one client; not with --cluster" in err, err
+
+
+def test_two_slots_query_at_once_and_every_answer_is_judged_on_the_driver(tmp_path):
+    run_cli("generate", "-q", "--scale", "20", "--end", "2016-01-01T02:00:00Z", "--seed", "3", "-o",
+            str(tmp_path / "d.lp"))
+    run_cli("queries", "generate", str(tmp_path / "d.lp"), "--types", "single-groupby-1-1-1,max-cpu-1,lastpoint",
+            "--count", "3", "-o", str(tmp_path / "q.jsonl"))
+    run_cli("execute", str(tmp_path / "q.jsonl"), "-t", "influx", "--load", str(tmp_path / "d.lp"), "-w", "2",
+            "-n", "30", "--cluster", "local:2", "-q", "--json", str(tmp_path / "e.json"))
+    s = json.loads((tmp_path / "e.json").read_text())
+    every = next(r for r in s["stats"] if r["type"] == "all")
+    assert s["clients"] == 2 and [c["queries"] for c in s["client_slots"]] == [15, 15]
+    assert every["count"] == 30 and every["errors"] == 0 and every["executions_validated"] == 30
+    assert every["validated"] == 9 and every["mismatches"] == 0
+
+
+def test_a_target_of_one_process_has_no_slots_in_one_line(tmp_path):
+    p = run_cli("stream", "-t", "duckdb", "--scale", "2", "--duration", "1", "--cluster", "local:2", check=False)
+    err = p.stderr.decode().strip()
+    assert p.returncode == 2 and err.endswith("--cluster: target duckdb is reached from one process only"), err

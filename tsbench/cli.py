@@ -674,16 +674,20 @@ def _exec_options(f):
               help="Seconds a query may take; past it the query is recorded as an error.")
 @click.option("--stall-timeout", type=POSITIVE, default=120.0, show_default=True,
               help="Seconds with no query answered (a stopped or wedged server) before the execute fails.")
+@click.option("--cluster", default=None, metavar="ADDRESS",
+              help="Run the measured queries from a Dask cluster, one client slot per worker with --workers "
+                   "each, all at once: local:N or tcp://HOST:PORT.")
 def execute(queries_file, target_name, server, load_file, options, server_options, json_out, quiet, workers, count,
             duration, burn_in, rate, cache, no_validate, print_responses, max_rows, query_timeout,
-            stall_timeout) -> None:
+            stall_timeout, cluster) -> None:
     """Phase 4: run a queries file against a database: latency percentiles per
     query type, time to first byte, response bytes, errors; answers validated."""
     from .execute import ExecOptions
 
     opts = ExecOptions(workers=workers, count=count, duration=duration, burn_in=burn_in, rate=rate, cache=cache,
                        validate=not no_validate, print_responses=print_responses, max_rows=max_rows,
-                       query_timeout=query_timeout, stall_seconds=stall_timeout, progress=not quiet)
+                       query_timeout=query_timeout, stall_seconds=stall_timeout, progress=not quiet,
+                       cluster=cluster)
     opts.check()
     res = _run_queries(queries_file, target_name, server, load_file, options, server_options, opts, quiet)
     _finish_queries(res, json_out, quiet, table=True)

@@ -53,6 +53,7 @@ class ExecOptions:
     query_timeout: float = 60.0      # seconds a query may take; then it is recorded as that query's error
     stall_seconds: float = 120.0     # seconds with no query answered before the execute fails
     progress: bool = True
+    cluster: str | None = None       # local:N or tcp://HOST:PORT: client slots on Dask (cluster/querying.py)
 
     def check(self) -> None:
         if self.workers < 1:
@@ -69,6 +70,18 @@ class ExecOptions:
             raise UserError(f"--stall-timeout: must be positive seconds, got {self.stall_seconds:g}")
         if self.cache not in ("warm", "cold", "cold-query", "none"):
             raise UserError(f"--cache: warm, cold or cold-query, got {self.cache!r}")
+        if self.cluster:
+            self._check_cluster()
+
+    def _check_cluster(self) -> None:
+        from .cluster.address import parse
+
+        parse(self.cluster)
+        if self.cache in ("cold", "cold-query"):
+            raise UserError(f"execute --cluster: --cache {self.cache} restarts the server between the driver's "
+                            "passes; not with --cluster")
+        if self.print_responses:
+            raise UserError("execute --cluster: --print-responses shows the answers of one client; not with --cluster")
 
 
 @dataclass
@@ -82,6 +95,7 @@ class ExecResult:
     seconds: float = 0.0                 # the measured passes' wall time, untimed checks excluded
     check_seconds: float = 0.0           # the untimed checks of the kept answers (between and after passes)
     timeline: list[dict] = field(default_factory=list)
+    clients: list[dict] = field(default_factory=list)     # --cluster: each slot's worker, host and figures
 
     def stats(self) -> list[dict]:
         """Per query type: count, latency min/mean/percentiles/max (ms), qps, ttfb, bytes, errors."""
@@ -109,7 +123,8 @@ class ExecResult:
         return {"target": self.target, "cache": self.cache, "cache_note": self.cache_note,
                 "seconds": round(self.seconds, 3), "check_seconds": round(self.check_seconds, 3),
                 "stats": self.stats(), "validation": self.validation,
-                "unsupported": self.unsupported, "timeline": self.timeline}
+                "unsupported": self.unsupported, "timeline": self.timeline,
+                "clients": len(self.clients) or 1, "client_slots": self.clients}
 
 
 def _verdicts(rs: list[dict]) -> dict:
@@ -167,16 +182,13 @@ async def execute(target: Target, specs: list[QuerySpec], opts: ExecOptions, ref
     warm-up passes unrecorded, then the measured passes, each cold if asked; every measured
     execution checked after its pass."""
     opts.check()
-    ex = _Execution(target, opts, reference)
+    ex = Execution(target, opts, reference)
     if not ex.render(specs):
         return ex.res
     await target.prepare(opts.workers)
     async with watchdog(f"queries on {ex.res.target}", progress=lambda: ex.answered,
                         stall_seconds=opts.stall_seconds):
-        if opts.burn_in:
-            await ex.run_pass(ex.plan(opts.burn_in), False, None, None)
-        if opts.cache == "warm":
-            await ex.run_pass(ex.runnable, False, None, None)
+        await ex.warm_up()
         await ex.measured(server)
     ex.summarize()
     return ex.res
@@ -199,7 +211,7 @@ def _kept_bytes(ans: Answer) -> int:
     return n
 
 
-class _Execution:
+class Execution:
     """One execute call: the rendered queries, the workers' passes, the untimed checks
     of the kept answers and the result."""
 
@@ -215,6 +227,8 @@ class _Execution:
         self.verdicts: dict[tuple[int, str], str | None] = {}   # (id, digest) -> None or the diff
         self.shown: set[int] = set()
         self.answered = 0                                 # queries answered (stall watch)
+        self.share = (0, 1)                               # slot i of n runs measured queries i, i + n, ...
+        self.kept_rows: dict[str, list] | None = None     # a cluster slot's distinct answers ("id:digest": rows)
         digits = target.float_digits
         self.rel_tol = opts.rel_tol or (10.0 ** (1 - digits) if digits else DEFAULT_REL_TOL)
 
@@ -230,6 +244,13 @@ class _Execution:
                     self.res.unsupported.append(s.type)
         return bool(self.runnable)
 
+    async def warm_up(self) -> None:
+        """The unrecorded passes: burn-in, and a first pass over the file when warm."""
+        if self.opts.burn_in:
+            await self.run_pass(self.plan(self.opts.burn_in), False, None, None)
+        if self.opts.cache == "warm":
+            await self.run_pass(self.runnable, False, None, None)
+
     def plan(self, n: int | None) -> list[QuerySpec]:
         if n is None:
             n = len(self.runnable) * 1000     # --duration: enough, the deadline stops it
@@ -240,7 +261,7 @@ class _Execution:
         each followed by the untimed check of its answers."""
         opts, res = self.opts, self.res
         measured = opts.count if opts.count is not None else (None if opts.duration else len(self.runnable))
-        seq = self.plan(measured)
+        seq = self.plan(measured)[self.share[0]::self.share[1]]
         cold = opts.cache in ("cold", "cold-query")
         passes = 1
         if opts.cache == "cold":
@@ -349,9 +370,15 @@ class _Execution:
             return
         digest = _digest(rows)
         rec.update(rows=len(rows), answer_digest=digest)
+        if self.kept_rows is not None:
+            self.kept_rows.setdefault(f"{s.id}:{digest}", rows)
         if self.opts.print_responses and s.id not in self.shown:
             self.shown.add(s.id)
             print(responses.show(self.res.target, s, native, ans.raw, rows, self.opts.max_rows), flush=True)
+        self.judge(rec, s, rows, digest)
+
+    def judge(self, rec: dict, s: QuerySpec, rows: list[tuple], digest: str) -> None:
+        """An execution's verdict against the reference engine (each distinct answer compared once)."""
         if not self.opts.validate or self.reference is None:
             return
         expected = self.reference.expected(s)

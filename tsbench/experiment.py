@@ -6,7 +6,7 @@ that run the query phases (default: all).
 
 Matrix keys are dotted paths into a cell's settings: `dataset` and `target`
 (names declared above), `load.workers`, `load.batch_size`, `load.processes`,
-`load.cluster`, `execute.workers`, `execute.cache`, `execute.count`, `queries.count`,
+`load.cluster`, `execute.workers`, `execute.cluster`, `execute.cache`, `execute.count`, `queries.count`,
 `dataset.scale`, `dataset.params.<key>`, `target.options.<key>`,
 `target.server_options.<key>`, `stream.<key>` (the stream phase's settings).
 
@@ -115,6 +115,13 @@ class ExecuteDecl(_Strict):
     cache: Literal["warm", "cold", "cold-query"] = "warm"
     query_timeout: float = Field(60.0, gt=0)      # seconds a query may take (then: that query's error)
     stall_timeout: float = Field(120.0, gt=0)     # seconds with no query answered before the cell fails
+    cluster: ClusterAddress = None                # client slots on Dask workers (warm cache only)
+
+    @model_validator(mode="after")
+    def _warm_on_a_cluster(self):
+        if self.cluster and self.cache != "warm":
+            raise ValueError(f"cache {self.cache} restarts the server between the driver's passes; not with cluster")
+        return self
 
 
 class StreamDecl(_Strict):
@@ -372,7 +379,8 @@ def _check_names(p: pathlib.Path, exp: Experiment, lines: dict) -> None:
     for k in exp.matrix:
         if not _known_knob(k):
             raise UserError(f"{p}:{lines.get(('matrix', k), 1)}: matrix.{k}: unknown knob (allowed: dataset, "
-                            f"target, load.workers, load.batch_size, load.processes, load.cluster, queries.count, "
+                            f"target, load.workers, load.batch_size, load.processes, load.cluster, execute.cluster, "
+                            f"queries.count, "
                             f"execute.workers, execute.cache, execute.count, dataset.scale, dataset.params.KEY, "
                             f"target.options.KEY, target.server_options.KEY, stream.KEY)")
     for name_key, decls in (("dataset", exp.datasets), ("target", exp.targets)):
@@ -401,7 +409,7 @@ def _check_patterns(p: pathlib.Path, exp: Experiment, lines: dict) -> None:
 
 def _known_knob(k: str) -> bool:
     return k in ("dataset", "target", "load.workers", "load.batch_size", "load.processes", "load.cluster",
-                 "queries.count",
+                 "execute.cluster", "queries.count",
                  "execute.workers", "execute.cache", "execute.count", "dataset.scale") or \
         k.startswith(("dataset.params.", "target.options.", "target.server_options.", "stream."))
 

@@ -323,8 +323,10 @@ class Runner:
                  + (", validated" if ref is not None else ""))
         opts = ExecOptions(workers=ex.workers, count=ex.count, burn_in=ex.burn_in, cache=ex.cache,
                            validate=ref is not None, query_timeout=ex.query_timeout,
-                           stall_seconds=ex.stall_timeout, progress=not self.quiet)
+                           stall_seconds=ex.stall_timeout, progress=not self.quiet, cluster=ex.cluster)
         er = await session.run_queries(conn, ds, specs, opts, ref)
+        if er.clients:
+            self.clients[f"{c.id}/execute"] = er.clients
         self._record_queries(c, row, er, ref is not None)
 
     def _reference(self, c: Cell, ds):

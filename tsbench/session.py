@@ -109,9 +109,15 @@ def reference(ds: Dataset):
 async def run_queries(conn: Connection, ds: Dataset, specs: list[QuerySpec], opts: ExecOptions,
                       ref=None) -> ExecResult:
     """Phases 4-5 on an open target holding the dataset: bind to its tables, execute, validate."""
-    await conn.target.attach(tables_of(ds, 0, 0))
+    tables = tables_of(ds, 0, 0)
+    await conn.target.attach(tables)
     async with watchdog(f"queries on {conn.target.name}", conn.server):
-        res = await execute(conn.target, specs, opts, ref, conn.server)
+        if opts.cluster:
+            from .cluster.querying import execute as on_cluster
+
+            res = await on_cluster(conn.target, specs, opts, ref, tables)
+        else:
+            res = await execute(conn.target, specs, opts, ref, conn.server)
         if any(r["status"] != "ok" for r in res.records):
             await settle(conn.server)
         return res

@@ -45,6 +45,12 @@ class ClusterRun:
     counted: int | None             # the slots' own counts, summed (a target whose count is local)
 
 
+def one_process_refused(cls) -> None:
+    """A target reached from one process only (an in-process database) cannot have slots."""
+    if not cls.multiprocess:
+        raise UserError(f"--cluster: target {cls.name} is reached from one process only")
+
+
 @contextlib.asynccontextmanager
 async def maybe_cluster(text: str | None, target: str):
     """The Cluster of --cluster TEXT for slots of `target`, or None without one."""

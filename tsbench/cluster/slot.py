@@ -108,7 +108,7 @@ async def _run(job: SlotJob, live, stop) -> dict:
         me = psutil.Process()
         cpu0, t0 = sum(me.cpu_times()[:2]), time.time()
         samples = [[t0] + counters]
-        await _until_done_or_stopped(pump(t, batches, job.opts, counters, 0),
+        await until_done_or_stopped(pump(t, batches, job.opts, counters, 0),
                                      _watch(job, counters, samples, live, stop))
         samples.append([time.time()] + counters)
         cpu = sum(me.cpu_times()[:2]) - cpu0
@@ -132,7 +132,7 @@ class _Batches:
             yield b
 
 
-async def _until_done_or_stopped(work, watch) -> None:
+async def until_done_or_stopped(work, watch) -> None:
     """Run the pump beside the watch: the pump's end ends the watch; the watch's Stopped
     (or error) cancels the pump."""
     pump, watcher = asyncio.create_task(work), asyncio.create_task(watch)

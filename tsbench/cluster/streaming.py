@@ -21,7 +21,7 @@ from ..load import _cpu_of, _cpu_self
 from ..stream.run import StreamError, StreamResult, verify_count
 from ..stream.stats import merged
 from ..watch import bounded, watchdog
-from .drive import Slots, maybe_cluster
+from .drive import Slots, maybe_cluster, one_process_refused
 from .stream_slot import StreamSlotJob, run_stream_slot
 
 
@@ -29,6 +29,7 @@ async def stream(target, ds, opts, server_pids: list[int] | None = None) -> Stre
     """Create the tables, stream from every slot, verify. Raises StreamError (figures in exc.result)."""
     opts.check()
     cls = type(target)
+    one_process_refused(cls)
     tables = tables_of(ds, 0, 0)
     res = StreamResult(cls.name, target.url, 0, count_unit=cls.count_unit)
     async with maybe_cluster(opts.cluster, cls.name) as cluster:
