@@ -1,8 +1,11 @@
-"""`load --cluster` on Dask (LocalCluster, 2 workers): the merged count equals one
+"""--cluster on Dask (LocalCluster, 2 workers): the merged load count equals one
 client's; each worker's generated share has the bytes `generate --group i --groups 2`
-writes; the merged timeline ends on the totals; a worker killed mid-load fails the cell
-with its address within seconds; Ctrl-C leaves no task running on a cluster tsbench
-joined; a bad address and a worker with another tsbench are one line each."""
+writes; the merged timeline ends on the totals and moves each slot onto the driver's
+clock; a worker killed mid-load fails the cell with its address within seconds; Ctrl-C
+leaves no task running on a cluster tsbench joined; a worker with another build is
+refused; stream and execute run from two slots (each stream slot its group, the execute
+slots at once, every answer judged); experiments record clients and worker facts; bad
+addresses, options that run from one client and in-process targets are one line each."""
 
 from __future__ import annotations
 
@@ -126,12 +129,47 @@ def test_a_worker_killed_mid_load_fails_the_cell_with_its_address_within_seconds
     assert fs.writes < 300                               # it stopped, not ran to the end
 
 
-def test_ctrl_c_leaves_no_task_running_on_a_cluster_tsbench_joined(data):
+@pytest.fixture(scope="module")
+def joined():
+    """A Dask cluster tsbench did not start (two worker processes here), and a client of it."""
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as client, FaultServer() as fs:
-        p = _slow_load(fs, data, cluster.scheduler_address)
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        yield cluster.scheduler_address, client
+
+
+def _other_build() -> None:
+    import tsbench.cluster.facts as f
+    from tsbench.hostfacts import client_facts
+
+    f.client_facts = lambda: {**client_facts(), "build": "0000000000000000"}
+
+
+def _same_build() -> None:
+    import tsbench.cluster.facts as f
+    from tsbench.hostfacts import client_facts
+
+    f.client_facts = client_facts
+
+
+def test_a_worker_with_another_build_is_refused_before_anything_runs(data, joined):
+    address, client = joined
+    worker = sorted(client.scheduler_info()["workers"])[1]
+    client.run(_other_build, workers=[worker])
+    try:
+        p = run_cli("load", str(data), "-t", "null", "-q", "--cluster", address, check=False)
+    finally:
+        client.run(_same_build, workers=[worker])
+    err = p.stderr.decode().strip()
+    assert p.returncode == 2 and len(err.splitlines()) == 1, err
+    assert f"worker {worker}" in err and "build 0000000000000000" in err and "install the same tsbench" in err, err
+
+
+def test_ctrl_c_leaves_no_task_running_on_a_cluster_tsbench_joined(data, joined):
+    address, client = joined
+    with FaultServer() as fs:
+        p = _slow_load(fs, data, address)
         assert _until(lambda: fs.writes >= 10, 60), p.stderr.read() if p.poll() is not None else "no writes"
         p.send_signal(signal.SIGINT)
         code = p.wait(timeout=60)
