@@ -211,6 +211,21 @@ def _cpu_of(pids: list[int]) -> float | None:
     return total
 
 
+class CpuSpent:
+    """CPU seconds from now on (load's and stream's timed parts): this process's and its
+    reaped children's, and the server processes' (None without their pids)."""
+
+    def __init__(self, server_pids: list[int] | None):
+        self.pids = server_pids
+        self.client0, self.server0 = _cpu_self() + _cpu_children(), _cpu_of(server_pids)
+
+    def into(self, res) -> None:
+        """Set res.client_cpu_seconds and res.server_cpu_seconds to the seconds spent since."""
+        res.client_cpu_seconds = _cpu_self() + _cpu_children() - self.client0
+        if self.server0 is not None:
+            res.server_cpu_seconds = _cpu_of(self.pids) - self.server0
+
+
 async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | None = None,
                server_pids: list[int] | None = None) -> LoadResult:
     """Create, load (timed), verify, compact and measure. Raises LoadError on failure
@@ -254,7 +269,7 @@ async def _timed(target: Target, df: DataFile, tables: Tables, opts: LoadOptions
     parts = cluster.slots if cluster else opts.processes
     counters = mp.RawArray("q", N_COUNTERS * parts)
     sampler = _Sampler(counters, parts, df.rows, f"load {res.target}", opts.progress)
-    cpu0, cpuc0, scpu0 = _cpu_self(), _cpu_children(), _cpu_of(server_pids)
+    cpu = CpuSpent(server_pids)
     ticker = asyncio.create_task(sampler.run())
     answered = _answered(counters, parts)
     run = None
@@ -278,9 +293,7 @@ async def _timed(target: Target, df: DataFile, tables: Tables, opts: LoadOptions
     finally:
         ticker.cancel()
         res.seconds = time.perf_counter() - sampler.t0
-        res.client_cpu_seconds = (_cpu_self() - cpu0) + (_cpu_children() - cpuc0)
-        if scpu0 is not None:
-            res.server_cpu_seconds = _cpu_of(server_pids) - scpu0
+        cpu.into(res)
         sampler.sample()
         sampler.close()
         res.timeline = sampler.timeline

@@ -17,8 +17,8 @@ import uuid
 from ..datafile import tables_of
 from ..databases.spread import target_options
 from ..errors import UserError
-from ..load import _cpu_of, _cpu_self
-from ..stream.run import StreamError, StreamResult, verify_count
+from ..load import CpuSpent
+from ..stream.run import StreamError, StreamResult, timed_then_verified
 from ..stream.stats import merged
 from ..watch import bounded, watchdog
 from .drive import Slots, maybe_cluster, one_process_refused
@@ -37,17 +37,8 @@ async def stream(target, ds, opts, server_pids: list[int] | None = None) -> Stre
             raise UserError(f"stream --cluster: {ds.entities} entities for {cluster.slots} client slots; "
                             "each slot needs one at least (fewer workers, or a larger --scale)")
         await bounded(f"create in {cls.name}", opts.stall_seconds, target.create(tables, opts.if_exists))
-        try:
-            epoch = await _timed(cluster, target, ds, opts, res, server_pids)
-            if res.errors == 0 and opts.verify:
-                await verify_count(target, ds, tables, epoch, opts, res)
-            elif opts.verify:
-                res.verify_note = f"not checked: {res.errors} refused batches may be in the database in part"
-        except StreamError as exc:
-            res.status, res.reason = "failed", str(exc)
-            exc.result = res
-            raise
-    return res
+        return await timed_then_verified(_timed(cluster, target, ds, opts, res, server_pids), target, ds, tables,
+                                         opts, res)
 
 
 def _jobs(cluster, target, ds, opts) -> list[StreamSlotJob]:
@@ -77,7 +68,7 @@ async def _timed(cluster, target, ds, opts, res: StreamResult, server_pids) -> i
     """Every slot streams; their figures merged into res. Returns the furthest epoch reached."""
     jobs = _jobs(cluster, target, ds, opts)
     live = _Live(len(jobs))
-    cpu0, scpu0 = _cpu_self(), _cpu_of(server_pids)
+    cpu = CpuSpent(server_pids)
     t0, wall0 = time.perf_counter(), time.time()
     ticker = asyncio.create_task(_print_seconds(live, t0, res.target, opts.progress))
     try:
@@ -88,9 +79,7 @@ async def _timed(cluster, target, ds, opts, res: StreamResult, server_pids) -> i
     finally:
         ticker.cancel()
         res.seconds = time.perf_counter() - t0
-        res.client_cpu_seconds = _cpu_self() - cpu0
-        if scpu0 is not None:
-            res.server_cpu_seconds = _cpu_of(server_pids) - scpu0
+        cpu.into(res)
     _merge(cluster, results, wall0, res)
     failed = next((r["failure"] for r in results if r["failure"]), None)
     if failed:

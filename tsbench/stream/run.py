@@ -21,7 +21,7 @@ from ..dataset import Dataset
 from ..databases.target import Target
 from ..errors import Fatal, UserError
 from ..errors import LoadError
-from ..load import _count_settled, _cpu_of, _cpu_self
+from ..load import CpuSpent, _count_settled
 from ..pump import BackoffRule, first_error, write_with_backoff
 from ..model import Tables
 from ..watch import Stalled, bounded, watchdog
@@ -214,10 +214,21 @@ async def stream(target: Target, ds: Dataset, opts: StreamOptions, server_pids: 
     stats = Stats(writers, [(hi - lo) * len(ds.schema.series) for lo, hi in shares])
     res = StreamResult(cls.name, target.url, writers, count_unit=cls.count_unit)
     await bounded(f"create in {cls.name}", opts.stall_seconds, target.create(tables, opts.if_exists))
-    try:
+
+    async def timed() -> int:
         await _timed(target, ds, sources, stats, opts, res, server_pids)
+        return max(s.epoch for s in sources)
+    return await timed_then_verified(timed(), target, ds, tables, opts, res)
+
+
+async def timed_then_verified(timed, target, ds: Dataset, tables: Tables, opts: StreamOptions,
+                              res: StreamResult) -> StreamResult:
+    """The timed part (awaited: the furthest epoch a writer reached), then the count unless a
+    refused batch may sit in the database in part; a StreamError carries res."""
+    try:
+        epoch = await timed
         if res.errors == 0 and opts.verify:
-            await verify_count(target, ds, tables, max(s.epoch for s in sources), opts, res)
+            await verify_count(target, ds, tables, epoch, opts, res)
         elif opts.verify:
             res.verify_note = f"not checked: {res.errors} refused batches may be in the database in part"
     except StreamError as exc:
@@ -286,7 +297,7 @@ class Writers:
 async def _timed(target, ds: Dataset, sources, stats: Stats, opts: StreamOptions, res: StreamResult,
                  server_pids) -> None:
     t0 = time.perf_counter()
-    cpu0, scpu0 = _cpu_self(), _cpu_of(server_pids)
+    cpu = CpuSpent(server_pids)
     run = Writers(target, sources, stats, opts, res, t0)
     mixed = _mixed(target, ds, sources, opts, t0)
     if mixed is not None:
@@ -320,9 +331,7 @@ async def _timed(target, ds: Dataset, sources, stats: Stats, opts: StreamOptions
     finally:
         ticker.cancel()
         res.seconds = time.perf_counter() - t0
-        res.client_cpu_seconds = _cpu_self() - cpu0
-        if scpu0 is not None:
-            res.server_cpu_seconds = _cpu_of(server_pids) - scpu0
+        cpu.into(res)
         last = stats.roll(stats.next_second)              # the last, partial second
         _totals(stats, res)
         if mixed is not None:
