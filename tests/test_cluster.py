@@ -257,3 +257,14 @@ def test_a_target_of_one_process_has_no_slots_in_one_line(tmp_path):
     p = run_cli("stream", "-t", "duckdb", "--scale", "2", "--duration", "1", "--cluster", "local:2", check=False)
     err = p.stderr.decode().strip()
     assert p.returncode == 2 and err.endswith("--cluster: target duckdb is reached from one process only"), err
+
+
+def test_an_experiments_cluster_runs_each_phase_with_slots_unless_its_section_says(tmp_path):
+    from tsbench.experiment import load_experiment
+
+    (tmp_path / "e.yaml").write_text(
+        "name: so\ncluster: 'local:2'\ndatasets:\n  d: {use_case: devops, scale: 4, end: '2016-01-01T00:10:00Z'}\n"
+        "targets:\n  sink: {target: null-http}\nphases: [generate, load, queries, execute]\n"
+        "execute: {cluster: 'local:1'}\n")
+    c = load_experiment(tmp_path / "e.yaml").cells[0]
+    assert (c.load.cluster, c.execute.cluster, c.stream.cluster) == ("local:2", "local:1", None)

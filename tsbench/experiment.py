@@ -219,6 +219,7 @@ class Experiment(_Strict):
     datasets: dict[Name, DatasetDecl]
     targets: dict[Name, TargetDecl]
     phases: list[Phase] = list(PHASES)
+    cluster: ClusterAddress = None       # load, stream and execute from Dask workers, unless their section says
     load: LoadDecl = LoadDecl()
     queries: QueriesDecl = QueriesDecl()
     execute: ExecuteDecl = ExecuteDecl()
@@ -477,6 +478,9 @@ def _settings(exp: Experiment, knobs: dict, src: _Source) -> dict[str, BaseModel
                          "target": exp.targets[knobs["target"]].model_dump(),
                          "load": exp.load.model_dump(), "queries": exp.queries.model_dump(),
                          "execute": exp.execute.model_dump(), "stream": exp.stream.model_dump()})
+    for section, phases in (("load", {"load"}), ("stream", {"stream"}), ("execute", {"execute", "validate"})):
+        if exp.cluster and raw[section].get("cluster") is None and phases & set(exp.phases):
+            raw[section]["cluster"] = exp.cluster          # the file's cluster: for each phase that has slots
     for k, v in knobs.items():
         if k in ("dataset", "target"):
             continue
