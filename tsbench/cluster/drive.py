@@ -41,7 +41,6 @@ class ClusterRun:
     timeline: list[dict]
     clients: list[dict]             # per slot: worker, host, figures
     cpu_seconds: float              # the slots' worker processes, summed
-    totals: list[int]               # the load's counters, summed over slots
     counted: int | None             # the slots' own counts, summed (a target whose count is local)
 
 
@@ -87,9 +86,6 @@ class Cluster:
     def slots(self) -> int:
         return len(self.workers)
 
-    def hosts(self) -> list[str]:
-        return sorted({f["hostname"] for f in self.workers.values()})
-
     async def place(self, data) -> None:
         """Each slot's share: a byte range of a data file every worker sees, or (GeneratedData)
         its group generated on its worker, untimed; then data holds the summed counts."""
@@ -116,8 +112,8 @@ class Cluster:
                         f"tsbench-live-{token}", f"tsbench-stop-{token}")
                 for i, (path, r) in enumerate(self.shares)]
         t0 = time.time()
-        results = await Slots(self, run_slot, jobs, token, _live_counters(counters), _final_counters(counters)).run()
-        return self._merge(results, list(self.workers), t0, self.driver_offset)
+        results = await Slots(self, run_slot, jobs, token, _into_counters(counters), _into_counters(counters)).run()
+        return self._merge(results, list(self.workers), t0)
 
     def shift(self, addr: str) -> float:
         """Seconds to add to worker addr's clock for this machine's."""
@@ -129,7 +125,7 @@ class Cluster:
         sched = await _bounded(self.client.run_on_scheduler(time.time), "the scheduler's clock", self.text)
         return sched - (before + time.time()) / 2
 
-    def _merge(self, results: list[dict], addrs: list[str], t0: float, driver_offset: float) -> ClusterRun:
+    def _merge(self, results: list[dict], addrs: list[str], t0: float) -> ClusterRun:
         slots, clients = [], []
         for r, a in zip(results, addrs):
             f = self.workers[a]
@@ -143,26 +139,16 @@ class Cluster:
                             "start_to_first_batch_s": None if first is None else round(first + shift - t0, 3),
                             "clock_offset_s": round(shift, 6),
                             **{k: f[k] for k in ("cpu_model", "cores", "memory_bytes", "tsbench", "build")}})
-        totals = [sum(r["totals"][k] for r in results) for k in range(len(results[0]["totals"]))]
         counts = [r["counted"] for r in results]
         counted = None if None in counts else sum(counts)
-        return ClusterRun(merged_timeline(slots, t0), clients, sum(r["cpu_seconds"] for r in results), totals,
-                          counted)
+        return ClusterRun(merged_timeline(slots, t0), clients, sum(r["cpu_seconds"] for r in results), counted)
 
 
-def _live_counters(counters):
-    """A slot's live message: its cumulative counters, into its row of the load's."""
+def _into_counters(counters):
+    """A slot's live message or result: its cumulative totals, into its row of the load's counters."""
     def take(i: int, msg: dict) -> None:
         n = len(msg["totals"])
         counters[i * n: (i + 1) * n] = msg["totals"]
-    return take
-
-
-def _final_counters(counters):
-    """A slot's result: its final totals, into its row of the load's."""
-    def take(i: int, r: dict) -> None:
-        n = len(r["totals"])
-        counters[i * n: (i + 1) * n] = r["totals"]
     return take
 
 
