@@ -65,6 +65,7 @@ def test_run_records_every_cell(small_run):
     assert m["status"] == {"ok": 4, "failed": 1, "interrupted": 0}
     assert m["host"]["cores"] and m["datasets"]["d10"]["rows"] == 32_400 and m["config"]["name"] == "small"
     assert m["servers"]["pg"] and m["servers"]["duck"]
+    assert list(m["reference"]) == ["d10"] and m["reference"]["d10"]["build_seconds"] > 0     # one, shared
     assert all(v["rows_per_s"] > 0 for v in m["harness_ceiling"].values()) and len(m["harness_ceiling"]) == 2
 
 
@@ -81,6 +82,9 @@ def test_resources_sampled_per_role_and_phase(small_run):
     assert server[-1]["cpu_s"] > server[0]["cpu_s"]
     cells = {c["cell"]: c for c in pq.read_table(small_run / "cells.parquet").to_pylist()}
     assert cells[1]["server_pss_peak_bytes"] == max(r["pss_bytes"] for r in server)
+    # PostgreSQL's shared buffers: counted once in PSS, once per backend in summed RSS
+    assert cells[1]["server_rss_sum_peak_bytes"] == max(r["rss_sum_bytes"] for r in server)
+    assert all(r["rss_sum_bytes"] > r["pss_bytes"] for r in server)
     assert cells[0]["server_pss_peak_bytes"] is None and cells[0]["client_pss_peak_bytes"] > 0
     duck = [r for r in res if r["cell"] == 0]
     # in-process DuckDB: no server role; its data dir is the database file's folder
@@ -93,6 +97,7 @@ def test_report_html(small_run):
     assert len(re.findall(r"<img src='data:image/png;base64,", html)) == 5
     assert "unable to parse" in html and "<span class='failed'>failed</span>" in html
     assert "<td class='ok'>valid 4/4 (4 non-empty)</td>" in html    # max-cpu-8 and lastpoint, 2 cells x 2 queries
+    assert "<th>server peak PSS MiB</th><th>server peak RSS summed MiB</th><th>client peak PSS MiB</th>" in html
     summary = p.stderr.decode()
     assert re.search(r"^ +1 pg +workers=1 +ok ", summary, re.M) and "4/4 (4)" in summary
 

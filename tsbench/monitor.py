@@ -110,7 +110,7 @@ class ResourceMonitor:
         for role, procs in (("server", server), ("client", client)):
             if not procs:
                 continue
-            cpu = pss = 0.0
+            cpu = pss = rss = 0.0
             rd = wr = 0
             io_ok = True
             for p in procs:
@@ -118,7 +118,9 @@ class ResourceMonitor:
                     with p.oneshot():
                         t = p.cpu_times()
                         cpu += t.user + t.system
-                        pss += p.memory_full_info().pss
+                        mem = p.memory_full_info()
+                        pss += mem.pss
+                        rss += mem.rss
                         if io_ok:
                             try:
                                 io = p.io_counters()
@@ -136,16 +138,19 @@ class ResourceMonitor:
             self.rows.append({**self.labels, "phase": self._phase, "elapsed_s": round(now - self._t0, 3),
                               "role": role, "processes": len(procs), "cpu_s": round(cpu, 3),
                               "cpu_percent": None if pct is None else round(pct, 1), "pss_bytes": int(pss),
+                              "rss_sum_bytes": int(rss),
                               "read_bytes": rd if io_ok else None, "write_bytes": wr if io_ok else None,
                               "datadir_bytes": disk})
 
     def peaks(self) -> dict:
         """Peak PSS of the server (server_pss_peak_bytes) and of the client
-        (client_pss_peak_bytes) over the samples so far, and the data dir's largest size."""
+        (client_pss_peak_bytes) over the samples so far, summed RSS beside them
+        (*_rss_sum_peak_bytes, shared pages once per process), and the data dir's largest size."""
         out = {}
         for role in ("server", "client"):
-            pss = [r["pss_bytes"] for r in self.rows if r["role"] == role]
-            out[f"{role}_pss_peak_bytes"] = max(pss) if pss else None
+            for k in ("pss", "rss_sum"):
+                got = [r[f"{k}_bytes"] for r in self.rows if r["role"] == role]
+                out[f"{role}_{k}_peak_bytes"] = max(got) if got else None
         disk = [r["datadir_bytes"] for r in self.rows if r["datadir_bytes"] is not None]
         out["datadir_peak_bytes"] = max(disk) if disk else None
         return out

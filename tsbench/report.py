@@ -322,7 +322,7 @@ def _fmt(v, spec=",.0f") -> str:
 
 def cells_table(cells) -> str:
     head = ["cell", "target", "settings", "status", "rows/s", "values/s", "MB/s", "disk MB", "verified",
-            "server peak PSS MiB", "queries", "p50 ms", "p99 ms", "validated (non-empty)", "mismatches",
+            "server peak PSS MiB", "server peak RSS summed MiB", "client peak PSS MiB", "queries", "p50 ms", "p99 ms", "validated (non-empty)", "mismatches",
             "server's words"]
     out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for c in cells.itertuples():
@@ -334,7 +334,9 @@ def cells_table(cells) -> str:
             f"<span class='{status}'>{status}</span>", _fmt(g("rows_per_s")), _fmt(g("values_per_s")),
             _fmt(g("mb_per_s"), ",.1f"), _fmt(_num(g("disk_bytes")) / 1e6, ",.1f"),
             html.escape(str(g("verified")) if g("verified") is not None else ""),
-            _fmt(_num(g("server_pss_peak_bytes")) / 2**20, ",.0f"), _fmt(g("queries_run")),
+            _fmt(_num(g("server_pss_peak_bytes")) / 2**20, ",.0f"),
+            _fmt(_num(g("server_rss_sum_peak_bytes")) / 2**20, ",.0f"),
+            _fmt(_num(g("client_pss_peak_bytes")) / 2**20, ",.0f"), _fmt(g("queries_run")),
             _fmt(g("query_p50_ms"), ",.2f"), _fmt(g("query_p99_ms"), ",.2f"), _validated(g),
             _fmt(g("mismatches")), html.escape(str(c.reason or ""))[:600]]) + "</tr>")
     return "\n".join(out + ["</table>"])
