@@ -772,17 +772,43 @@ uint64_t ts_format_doubles(const double *v, int64_t n, char *buf, uint64_t cap, 
 
 /* ---- merging several simulators' outputs ------------------------------------------------ */
 
-/* copy source s's segments up to epoch `epoch`: 0 when s is through that epoch,
- * TS_MERGE_FULL or TS_MERGE_NEED as ts_merge, TS_ERR_ARG on marks that do not fit */
-static int32_t merge_source(ts_merge_src *s, int64_t epoch, char *dst, uint64_t cap, uint64_t *used)
+/* append piece (src, off, len) to the output, joined to the last one when it
+ * continues it; 0 when the piece array is full */
+static int add_piece(ts_merge_out *o, int64_t src, uint64_t off, uint64_t len)
+{
+    if (o->n_pieces) {
+        int64_t *last = o->pieces + 3 * (o->n_pieces - 1);
+        if (last[0] == src && (uint64_t)(last[1] + last[2]) == off) {
+            last[2] += (int64_t)len;
+            return 1;
+        }
+    }
+    if (o->n_pieces == o->max_pieces) return 0;
+    int64_t *p = o->pieces + 3 * o->n_pieces++;
+    p[0] = src;
+    p[1] = (int64_t)off;
+    p[2] = (int64_t)len;
+    return 1;
+}
+
+/* put source i's segments up to epoch `epoch` in the output: a long segment as
+ * a piece of the source's buffer, a short one copied into dst. 0 when s is
+ * through that epoch, TS_MERGE_FULL or TS_MERGE_NEED as ts_merge, TS_ERR_ARG on
+ * marks that do not fit */
+static int32_t merge_source(ts_merge_src *s, int32_t i, int64_t epoch, ts_merge_out *o)
 {
     while (s->next < s->n_marks && s->first_epoch + s->next <= epoch) {
         uint64_t end = (uint64_t)s->marks[s->next];
         if (s->marks[s->next] < 0 || end < s->pos || end > s->bytes) return TS_ERR_ARG;
         uint64_t len = end - s->pos;
-        if (len > cap - *used) len = cap - *used;
-        memcpy(dst + *used, s->data + s->pos, len);
-        *used += len;
+        if (len >= o->min_ref) {
+            if (!add_piece(o, i, s->pos, len)) return TS_MERGE_FULL;
+        } else if (len) {
+            if (len > o->cap - o->used) len = o->cap - o->used;
+            if (!len || !add_piece(o, -1, o->used, len)) return TS_MERGE_FULL;
+            memcpy(o->dst + o->used, s->data + s->pos, len);
+            o->used += len;
+        }
         s->pos += len;
         if (s->pos < end) return TS_MERGE_FULL;
         s->next++;
@@ -797,15 +823,17 @@ static int merge_finished(const ts_merge_src *srcs, int32_t n)
     return 1;
 }
 
-int32_t ts_merge(ts_merge_src *srcs, int32_t n, ts_merge_state *st, char *dst, uint64_t cap, uint64_t *used)
+int32_t ts_merge(ts_merge_src *srcs, int32_t n, ts_merge_state *st, ts_merge_out *o)
 {
-    if (!srcs || !st || !dst || !used || n < 1 || cap < 1 || st->turn < 0 || st->turn >= n) return TS_ERR_ARG;
+    if (!srcs || !st || !o || !o->dst || !o->pieces || n < 1 || o->cap < 1 || o->min_ref < 1 ||
+        o->max_pieces < 1 || st->turn < 0 || st->turn >= n) return TS_ERR_ARG;
     for (int32_t i = 0; i < n; i++)
         if (srcs[i].n_marks < 0 || (srcs[i].n_marks && (!srcs[i].marks || !srcs[i].data))) return TS_ERR_ARG;
-    *used = 0;
+    o->used = 0;
+    o->n_pieces = 0;
     for (;;) {
         if (st->turn == 0 && merge_finished(srcs, n)) return TS_MERGE_DONE;
-        int32_t rc = merge_source(&srcs[st->turn], st->epoch, dst, cap, used);
+        int32_t rc = merge_source(&srcs[st->turn], st->turn, st->epoch, o);
         if (rc != 0) return rc;
         if (++st->turn == n) {
             st->turn = 0;

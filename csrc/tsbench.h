@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 /* CDEF BEGIN */
-#define TS_API_VERSION 7
+#define TS_API_VERSION 8
 
 /* step distributions: normal(mean=a, sd=b) | uniform[a, b) | constant a */
 enum { TS_DIST_NORMAL = 0, TS_DIST_UNIFORM = 1, TS_DIST_CONST = 2 };
@@ -211,13 +211,30 @@ typedef struct ts_merge_state {
 
 enum { TS_MERGE_DONE = 0, TS_MERGE_FULL = 1, TS_MERGE_NEED = 2 };
 
-/* copy the sources' records into dst in canonical order: for each epoch,
- * source 0's segment of it, then source 1's ... (sources: simulators of
- * consecutive entity ranges). Stops when dst is full (TS_MERGE_FULL), when
- * source st->turn has used up a buffer that is not its last (TS_MERGE_NEED:
- * hand in its next and call again), or when everything is merged
- * (TS_MERGE_DONE); *used gets the bytes written into dst. < 0 on bad input. */
-int32_t ts_merge(ts_merge_src *srcs, int32_t n, ts_merge_state *st, char *dst, uint64_t cap, uint64_t *used);
+/* where a merge puts its output: a list of pieces, each (source, offset,
+ * length) of that source's current buffer, or (-1, offset, length) of dst.
+ * Segments of min_ref bytes or more are referenced where they are; shorter
+ * ones are copied into dst (so a merge of small segments does not make a piece
+ * of each). The caller sets dst, cap, min_ref (>= 1), pieces (3 int64 each) and
+ * max_pieces; ts_merge sets used and n_pieces. */
+typedef struct ts_merge_out {
+    char *dst;
+    uint64_t cap;
+    uint64_t used;           /* bytes copied into dst */
+    uint64_t min_ref;
+    int64_t *pieces;
+    int64_t max_pieces;
+    int64_t n_pieces;
+} ts_merge_out;
+
+/* the sources' records in canonical order, as pieces: for each epoch, source
+ * 0's segment of it, then source 1's ... (sources: simulators of consecutive
+ * entity ranges). Stops when dst or the piece array is full (TS_MERGE_FULL),
+ * when source st->turn has used up a buffer that is not its last
+ * (TS_MERGE_NEED: write the pieces, then hand in its next and call again), or
+ * when everything is merged (TS_MERGE_DONE). A piece of a source's buffer is
+ * valid until that source's next buffer is handed in. < 0 on bad input. */
+int32_t ts_merge(ts_merge_src *srcs, int32_t n, ts_merge_state *st, ts_merge_out *out);
 
 /* ---- batch cutting (phase 2: load) ---------------------------------------------------- */
 

@@ -25,12 +25,14 @@ SOURCES = [
 GOLDEN = b"a0.b0.a1.b1x.a2.b3."
 
 
-def _merge(sources, cap: int) -> tuple[bytes, list[int]]:
+def _merge(sources, cap: int, min_ref: int = 1 << 15, max_pieces: int = 1024) -> tuple[bytes, list[int]]:
     """Run a Merger over hand-made buffers: the bytes and the order of its requests."""
-    m, pending, out, asked = Merger(len(sources), cap), [list(s) for s in sources], [], []
+    m = Merger(len(sources), cap, min_ref, max_pieces)
+    pending, out, asked = [list(s) for s in sources], [], []
     while True:
-        rc, chunk = m.merge()
-        out.append(bytes(chunk))
+        rc, pieces = m.merge()
+        assert len(pieces) <= max_pieces and all(len(p) for p in pieces)
+        out.extend(bytes(p) for p in pieces)     # before the next feed, as generate writes them
         if rc == MERGE_DONE:
             return b"".join(out), asked
         assert rc in (MERGE_FULL, MERGE_NEED)
@@ -40,10 +42,33 @@ def _merge(sources, cap: int) -> tuple[bytes, list[int]]:
 
 
 @pytest.mark.parametrize("cap", [1, 2, 5, 1 << 16])
-def test_merge_interleaves_epoch_by_epoch(cap):
-    out, asked = _merge(SOURCES, cap)
+@pytest.mark.parametrize("min_ref", [1, 3, 1 << 15])      # every segment referenced, the long ones, none
+@pytest.mark.parametrize("max_pieces", [1, 2, 1024])
+def test_merge_interleaves_epoch_by_epoch(cap, min_ref, max_pieces):
+    out, asked = _merge(SOURCES, cap, min_ref, max_pieces)
     assert out == GOLDEN
     assert asked == [0, 1, 0, 1]
+
+
+def test_merge_hands_long_segments_out_where_they_are_and_copies_short_ones():
+    m = Merger(2, 64, min_ref=3)
+    m.feed(0, *SOURCES[0][0])
+    m.feed(1, *SOURCES[1][0])
+    rc, pieces = m.merge()       # a0. b0. a1., then source 0's buffer is used up
+    assert rc == MERGE_NEED and m.turn == 0
+    assert [bytes(p) for p in pieces] == [b"a0.", b"b0.", b"a1."]
+    assert [p.obj for p in pieces] == [SOURCES[0][0][0], SOURCES[1][0][0], SOURCES[0][0][0]]   # not copied
+    m.feed(0, *SOURCES[0][1])
+    rc, pieces = m.merge()       # b1 (2 bytes: copied), then source 1's buffer is used up
+    assert rc == MERGE_NEED and m.turn == 1
+    assert [bytes(p) for p in pieces] == [b"b1"] and isinstance(pieces[0].obj, bytearray)   # the merger's buffer
+
+
+def test_merge_joins_a_sources_consecutive_segments_in_one_piece():
+    m = Merger(1, 64, min_ref=1)
+    m.feed(0, *_src(b"a0.a1.a2.", [3, 6, 9], 0, True))
+    rc, pieces = m.merge()
+    assert rc == MERGE_DONE and [bytes(p) for p in pieces] == [b"a0.a1.a2."]
 
 
 def test_merge_of_one_source_is_its_bytes():

@@ -150,4 +150,12 @@ def test_stale_build_is_reported_in_one_line(tmp_path):
 
 
 def test_api_version_matches():
-    assert lib.ts_api_version() == native.API_VERSION == 7
+    assert lib.ts_api_version() == native.API_VERSION == 8
+
+
+def test_build_id_is_the_hash_of_the_sources():
+    from tsbench import _ffi_build, buildid
+
+    built = native.ffi.string(lib.ts_build_id()).decode()
+    assert built == buildid.source_hash(ROOT / "csrc") == _ffi_build.source_hash()
+    assert len(built) == 16 and built != buildid.source_hash(ROOT / "tests")    # it hashes what it is given

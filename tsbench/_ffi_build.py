@@ -5,7 +5,7 @@ description of the C API. The build id is a hash of every C source, so an
 out-of-date compiled module can be detected at import (see tsbench.native).
 """
 
-import hashlib
+import importlib.util
 import pathlib
 
 from cffi import FFI
@@ -16,12 +16,11 @@ SOURCES = ["sim.c", "formats.c", "fmt_double.c", "cut.c", "render.c", "bson_grou
 
 
 def source_hash(csrc: pathlib.Path = CSRC) -> str:
-    """sha256 over the C sources and headers, in a fixed order (first 16 hex digits)."""
-    h = hashlib.sha256()
-    for p in sorted(list(csrc.glob("*.c")) + list(csrc.glob("*.h"))):
-        h.update(p.name.encode())
-        h.update(p.read_bytes())
-    return h.hexdigest()[:16]
+    """The build id (tsbench/buildid.py, loaded by path: setup.py runs this file outside the package)."""
+    spec = importlib.util.spec_from_file_location("_tsbench_buildid", pathlib.Path(__file__).with_name("buildid.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.source_hash(csrc)
 
 
 def cdef_text(header: pathlib.Path = CSRC / "tsbench.h") -> str:

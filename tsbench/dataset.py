@@ -20,7 +20,7 @@ DEFAULT_START = "2016-01-01T00:00:00Z"
 class DatasetSpec(BaseModel):
     """The generate options that define the data (not where it goes)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     use_case: str = "devops"
     scale: int | None = None
     start: str = DEFAULT_START

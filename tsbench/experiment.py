@@ -58,7 +58,7 @@ Name = Annotated[str, AfterValidator(_name)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class DatasetDecl(_Strict):

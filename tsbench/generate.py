@@ -3,8 +3,9 @@ to a file or stdout (optionally gzip or zstd), with a manifest next to it.
 
 One process fills a buffer and writes it. With several processes each one
 simulates a contiguous slice of the entities into shared memory, and the
-parent interleaves their output epoch by epoch (in the C core: ts_merge), so
-the bytes are the same for any process count. -j N is an upper bound: the
+parent interleaves their output epoch by epoch (in the C core: ts_merge, which
+hands long segments out where the workers wrote them and copies only short
+ones), so the bytes are the same for any process count. -j N is an upper bound: the
 processes started are picked from the work (plan_processes), as starting one
 without enough rows for it costs more than it saves. --groups N without
 --group writes N files, one per group.
@@ -39,7 +40,7 @@ BUF_BYTES = 256 << 10     # one fill's buffer (fits the L2 cache)
 SLOT_BYTES = 4 << 20      # a worker's buffer: large, so the hand-offs between processes are few
 SLOTS = 3                 # buffers per worker: it fills one while the parent writes the others
 MARKS = 1 << 16           # epoch marks per fill
-MERGE_BYTES = 1 << 20     # the parent's buffer of merged output
+MERGE_BYTES = 1 << 20     # the parent's buffer for the short segments the merge copies
 # rows a process must have to be worth starting. Measured on 2 cores, 2 processes against
 # 1: devops breaks even near 300k rows in all, cpu-single (the cheapest rows, one entity a
 # process, so the merge copies one row at a time) near 1M; below, starting the processes
@@ -262,16 +263,17 @@ def _feed_next(w: _Worker, i: int, merger: Merger, tot: Totals) -> None:
 
 def _run_parallel(ds: Dataset, fmt: str, lo: int, hi: int, processes: int, sink: Sink,
                   progress: Progress) -> Totals:
-    """Workers simulate slices into shared slots; the C merge interleaves them epoch by epoch."""
+    """Workers simulate slices into shared slots; the C merge interleaves them epoch by epoch,
+    handing out long segments where the workers wrote them (no copy in this process)."""
     workers = _start_workers(ds, fmt, lo, hi, processes)
     merger = Merger(processes, MERGE_BYTES)
     tot = Totals()
     try:
         while True:
-            rc, out = merger.merge()
-            if len(out):
-                sink.put(out)
-                tot.bytes += len(out)
+            rc, pieces = merger.merge()
+            for piece in pieces:     # before _feed_next hands a piece's slot back to its worker
+                sink.put(piece)
+                tot.bytes += len(piece)
             progress.update(merger.epoch)
             if rc == MERGE_DONE:
                 return tot

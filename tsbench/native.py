@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .buildid import source_hash
 from .errors import UserError
 from .schema import FAULT_SETTINGS, Compiled
 
-API_VERSION = 7  # TS_API_VERSION of the csrc/tsbench.h this package was written against
+API_VERSION = 8  # TS_API_VERSION of the csrc/tsbench.h this package was written against
 
 FORMATS = {"influx": 0, "csv": 1}  # TS_FMT_* values
 
@@ -38,8 +39,6 @@ def _check_build() -> None:
             f"the package expects {API_VERSION}; run: pip install -e .")
     csrc = pathlib.Path(__file__).resolve().parent.parent / "csrc"
     if (csrc / "tsbench.h").exists():
-        from ._ffi_build import source_hash
-
         built, now = ffi.string(lib.ts_build_id()).decode(), source_hash(csrc)
         if built != now:
             raise StaleBuildError(
@@ -433,17 +432,22 @@ MERGE_DONE, MERGE_FULL, MERGE_NEED = 0, 1, 2   # TS_MERGE_* values
 
 class Merger:
     """Interleaves the fills of n simulators of consecutive entity ranges epoch
-    by epoch (ts_merge) into a buffer of `cap` bytes: the bytes one simulator of
-    the whole range writes."""
+    by epoch (ts_merge): the bytes one simulator of the whole range writes, as
+    pieces. A segment of `min_ref` bytes or more is handed out where the
+    simulator wrote it (no copy); shorter ones are gathered in a buffer of `cap`
+    bytes. At most `max_pieces` pieces a call."""
 
-    def __init__(self, n: int, cap: int):
+    def __init__(self, n: int, cap: int, min_ref: int = 1 << 15, max_pieces: int = 1024):
         self.n = n
         self._srcs = ffi.new("ts_merge_src[]", n)    # zeros: no buffer yet
+        self._views: list = [None] * n                 # each source's buffer, as Python sees it
         self._keep: list = [None] * n
         self._st = ffi.new("ts_merge_state *")
-        self._used = ffi.new("uint64_t *")
         self._buf = bytearray(cap)
-        self._cbuf = ffi.from_buffer(self._buf, require_writable=True)
+        self._pieces = np.zeros((max_pieces, 3), np.int64)
+        self._out = ffi.new("ts_merge_out *", {
+            "dst": ffi.from_buffer(self._buf, require_writable=True), "cap": cap, "min_ref": min_ref,
+            "pieces": ffi.cast("int64_t *", self._pieces.ctypes.data), "max_pieces": max_pieces})
 
     @property
     def turn(self) -> int:
@@ -455,17 +459,21 @@ class Merger:
         return int(self._st.epoch)
 
     def feed(self, i: int, data, marks: np.ndarray, fill: Fill) -> None:
-        """Hand in source i's next buffer: `data` and `marks` as `fill` left them."""
+        """Hand in source i's next buffer: `data` and `marks` as `fill` left them.
+        The pieces of its previous buffer are invalid from here on."""
         d = ffi.from_buffer(data)
         if fill.n_marks > len(marks) or fill.bytes > len(d) or marks.dtype != np.int64:
             raise ValueError("merge: the fill does not match its buffers")
-        self._keep[i] = (d, marks)
+        self._keep[i], self._views[i] = (d, marks), memoryview(data).cast("B")
         s = self._srcs[i]
         s.data, s.bytes, s.marks, s.n_marks = d, fill.bytes, ffi.cast("int64_t *", marks.ctypes.data), fill.n_marks
         s.first_epoch, s.last, s.next, s.pos = fill.first_epoch, int(fill.done), 0, 0
 
-    def merge(self) -> tuple[int, memoryview]:
-        """Merge as far as possible: (MERGE_*, the bytes written, valid until the next call)."""
-        rc = lib.ts_merge(self._srcs, self.n, self._st, self._cbuf, len(self._buf), self._used)
+    def merge(self) -> tuple[int, list[memoryview]]:
+        """Merge as far as possible: (MERGE_*, the pieces in order). The gathered
+        pieces are valid until the next call, a source's until its next feed."""
+        rc = lib.ts_merge(self._srcs, self.n, self._st, self._out)
         _check(rc, "merge")
-        return rc, memoryview(self._buf)[: self._used[0]]
+        own = memoryview(self._buf)
+        return rc, [(own if src < 0 else self._views[src])[off: off + n]
+                    for src, off, n in self._pieces[: self._out.n_pieces].tolist()]

@@ -12,7 +12,7 @@ from ..schema import FAULT_SETTINGS, Schema
 
 
 class NoParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 def fault_model(name: str, defaults: str) -> type[BaseModel]:
@@ -20,7 +20,7 @@ def fault_model(name: str, defaults: str) -> type[BaseModel]:
     docs) with their `defaults` ("default" or "iot"); unknown keys are errors."""
     fields = {s.name: (s.type, Field(getattr(s, defaults), ge=s.lo, le=s.hi, description=s.doc))
               for s in FAULT_SETTINGS}
-    return create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
+    return create_model(name, __config__=ConfigDict(extra="forbid", defer_build=True), **fields)
 
 
 class UseCase:

@@ -20,7 +20,7 @@ from ..timeutil import parse_duration
 from .base import UseCase, fault_model
 
 class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 class StepSpec(_M):
     normal: tuple[float, float] | None = None

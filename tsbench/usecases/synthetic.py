@@ -20,7 +20,7 @@ from .base import UseCase
 
 
 class SyntheticParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     tags: list[int] = [10, 10, 10]
     measurements: int = PField(1, ge=1)
     fields: int = PField(1, ge=1)
