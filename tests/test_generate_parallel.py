@@ -130,6 +130,17 @@ def test_plan_keeps_the_processes_asked_for_large_work():
     assert gen.plan_processes(few, 0, 3, 8, cpus=8) == 3       # no more than the entities
 
 
+def test_plan_keeps_one_process_when_an_epochs_share_would_not_fit_a_slot():
+    wide = dataset(use_case="devops", scale=40_000, end="2016-01-01T00:01:00Z")   # 6 epochs of 40,000 hosts
+    per_host = gen.epoch_bytes(wide, "influx", 0)
+    assert 3_000 < per_host < 5_000                       # nine lines of one host
+    assert gen.plan_processes(wide, 0, 40_000, 2, cpus=2) == 2      # 2.16M rows: enough work
+    assert gen.plan_merge(wide, "influx", 0, 40_000, 2) == 1        # 20,000 hosts' lines: ~80 MB a share
+    narrow = dataset(use_case="devops", scale=100, end="2016-01-02T00:00:00Z")
+    assert gen.plan_merge(narrow, "influx", 0, 100, 2) == 2         # 50 hosts' lines: ~190 kB
+    assert gen.plan_merge(narrow, "influx", 0, 100, 1) == 1
+
+
 def test_cli_runs_little_work_in_one_process_with_the_same_bytes(tmp_path):
     args = ["generate", "-q", "--use-case", "cpu-single", "--scale", "2", "--end", "2016-01-01T06:00:00Z"]
     run_cli(*args, "-j", "1", "-o", str(tmp_path / "a.lp"))

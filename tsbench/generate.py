@@ -7,7 +7,8 @@ parent interleaves their output epoch by epoch (in the C core: ts_merge, which
 hands long segments out where the workers wrote them and copies only short
 ones), so the bytes are the same for any process count. -j N is an upper bound: the
 processes started are picked from the work (plan_processes), as starting one
-without enough rows for it costs more than it saves. --groups N without
+without enough rows for it costs more than it saves, and one process is kept
+when a process's share of an epoch would not fit in its slots (plan_merge). --groups N without
 --group writes N files, one per group.
 """
 
@@ -305,13 +306,31 @@ def plan_processes(ds: Dataset, lo: int, hi: int, requested: int, cpus: int | No
     return max(1, min(requested, hi - lo, cpus, rows // MIN_ROWS_PER_PROCESS))
 
 
+def epoch_bytes(ds: Dataset, fmt: str, entity: int) -> int:
+    """The bytes one entity writes in the first epoch (a one-entity simulator's first fill)."""
+    sim = Simulator(ds.compiled, ds.spec.seed, entity, entity + 1, ds.start_ns, ds.interval_ns, ds.epochs)
+    buf = bytearray(max(BUF_BYTES, 2 * sim.record_bound(fmt)))
+    return sim.fill(fmt, buf, np.zeros(2, np.int64)).bytes       # two marks: the fill stops after epoch 0
+
+
+def plan_merge(ds: Dataset, fmt: str, lo: int, hi: int, processes: int) -> int:
+    """1 when a process's share of one epoch would not fit in one of its slots, else
+    `processes`. The merge takes the processes' segments of an epoch in turn, so a
+    share larger than a slot makes the others wait for it: with few epochs of many
+    entities (100,000 hosts over a minute) -j 2 was slower than -j 1."""
+    if processes == 1:
+        return 1
+    share = epoch_bytes(ds, fmt, lo) * -(-(hi - lo) // processes)
+    return processes if share <= SLOT_BYTES else 1
+
+
 # ---- the phase --------------------------------------------------------------------------
 
 def generate_file(ds: Dataset, fmt: str, path: str, compression: str, group: int, groups: int,
                   processes: int, show_progress: bool) -> dict | None:
     """Write group `group` of `groups` to `path`; returns the manifest (None for stdout)."""
     lo, hi = ds.group_range(group, groups)
-    processes = plan_processes(ds, lo, hi, processes)
+    processes = plan_merge(ds, fmt, lo, hi, plan_processes(ds, lo, hi, processes))
     t0, c0 = time.perf_counter(), _cpu_seconds()
     sink = Sink(path, compression)
     progress = Progress(ds.total_epochs, f"generate {pathlib.Path(path).name if path != '-' else 'stdout'}",
