@@ -735,9 +735,9 @@ def _run_queries(queries_file, target_name, server, load_file, options, server_o
     return res
 
 
-def _say_unless(quiet: bool, command: str):
-    """Progress lines of a command on stderr, none when quiet."""
-    return (lambda m: None) if quiet else (lambda m: click.echo(f"{command}: {m}", err=True))
+def _say_unless(quiet: bool, prefix: str):
+    """Progress lines on stderr after a prefix, none when quiet."""
+    return (lambda m: None) if quiet else (lambda m: click.echo(f"{prefix}: {m}", err=True))
 
 
 def _datafile_for(load_file: str, ds, queries_file: str):
