@@ -218,19 +218,28 @@ def test_errors_are_one_line(devops, tmp_path):
 
 
 def test_cli_generate_execute_validate(devops, tmp_path):
-    q = tmp_path / "q.jsonl"
-    run_cli("queries", "generate", str(devops.path), "--family", "devops", "-n", "1", "--seed", "4", "-o", str(q))
+    q, cache = tmp_path / "q.jsonl", {"TSBENCH_REFERENCE_CACHE": str(tmp_path / "answers")}
+    p = run_cli("queries", "generate", str(devops.path), "--family", "devops", "-n", "1", "--seed", "4", "-o", str(q),
+                env=cache)
+    assert "building the reference engine" in p.stderr.decode()
     assert len(q.read_text().splitlines()) == 1 + 26
     p = run_cli("execute", str(q), "-t", "duckdb", "--load", str(devops.path), "-w", "2", "--json",
-                str(tmp_path / "e.json"))
+                str(tmp_path / "e.json"), env=cache)
     err = p.stderr.decode()
+    # the draw cached every answer it asked for: execute's validation builds no engine
+    assert "reference answers: 26 from the cache, 0 computed; no engine built" in err
+    assert "building the reference engine" not in err
     assert "validated 26/26 distinct queries equal to the reference" in err and "max-cpu-32" in err
     assert re.search(r"; \d+ non-empty; 26/26 executions", err)
     e = json.loads((tmp_path / "e.json").read_text())
     assert e["cache"] == "warm" and len(e["records"]) == 26 and all(v["ok"] for v in e["validation"])
     assert all(r["valid"] is True and r["answer_digest"] and r["client_s"] is None for r in e["records"])
-    p = run_cli("validate", str(q), "-t", "duckdb", "--load", str(devops.path))
+    p = run_cli("validate", str(q), "-t", "duckdb", "--load", str(devops.path), env=cache)
     assert "validated 26/26" in p.stderr.decode()
+    assert "reference answers: 26 from the cache, 0 computed; no engine built" in p.stderr.decode()
+    p = run_cli("validate", str(q), "-t", "duckdb", "--load", str(devops.path),
+                env={"TSBENCH_REFERENCE_CACHE": "off"})
+    assert "reference answers: 0 from the cache, 26 computed (cache off); engine built in" in p.stderr.decode()
 
 
 def _execute_cold(pg, devops, reference, some, database: str, cache: str):

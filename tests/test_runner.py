@@ -41,7 +41,9 @@ def small_run(tmp_path_factory):
         fs.always = "fatal"
         f = tmp / "e.yaml"
         f.write_text(EXP.format(url=fs.url))
-        return Runner(load_experiment(f), tmp / "results", quiet=True).run()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("TSBENCH_REFERENCE_CACHE", str(tmp / "answers"))      # empty: the engine is built
+            return Runner(load_experiment(f), tmp / "results", quiet=True).run()
 
 
 def test_run_records_every_cell(small_run):
@@ -65,7 +67,10 @@ def test_run_records_every_cell(small_run):
     assert m["status"] == {"ok": 4, "failed": 1, "interrupted": 0}
     assert m["host"]["cores"] and m["datasets"]["d10"]["rows"] == 32_400 and m["config"]["name"] == "small"
     assert m["servers"]["pg"] and m["servers"]["duck"]
-    assert list(m["reference"]) == ["d10"] and m["reference"]["d10"]["build_seconds"] > 0     # one, shared
+    ref = m["reference"]["d10"]
+    assert list(m["reference"]) == ["d10"] and ref["built"] and ref["build_seconds"] > 0     # one, shared
+    # computed once for the 4 cells: 3 distinct queries (max-cpu-8 of 10 hosts draws the same twice)
+    assert ref["misses"] == 3 and ref["hits"] == 0
     assert all(v["rows_per_s"] > 0 for v in m["harness_ceiling"].values()) and len(m["harness_ceiling"]) == 2
 
 

@@ -717,7 +717,7 @@ def _run_queries(queries_file, target_name, server, load_file, options, server_o
     if databases.is_local(server) and not load_file:
         raise UserError("--server local starts an empty server: add --load DATAFILE (or give a server URL)")
     df = _datafile_for(load_file, ds, queries_file) if load_file else None
-    ref = session.reference(ds) if opts.validate else None
+    ref = session.reference(ds, say=_say_unless(quiet, "tsbench")) if opts.validate else None
     reach = session.Reach(target_name, server, _params(options, "--option"),
                           _params(server_options, "--server-option"))
 
@@ -729,7 +729,15 @@ def _run_queries(queries_file, target_name, server, load_file, options, server_o
                 await session.load(c, df, LoadOptions(if_exists="drop", progress=not quiet))
             return await session.run_queries(c, ds, specs, opts, ref)
 
-    return asyncio.run(go())
+    res = asyncio.run(go())
+    if ref is not None:
+        _say_unless(quiet, "tsbench")(ref.note())
+    return res
+
+
+def _say_unless(quiet: bool, prefix: str):
+    """Progress lines on stderr after a prefix, none when quiet."""
+    return (lambda m: None) if quiet else (lambda m: click.echo(f"{prefix}: {m}", err=True))
 
 
 def _datafile_for(load_file: str, ds, queries_file: str):

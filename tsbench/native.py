@@ -32,6 +32,11 @@ except ImportError as exc:  # pragma: no cover - exercised by a fresh checkout w
 ffi, lib = _native.ffi, _native.lib
 
 
+def build_id() -> str:
+    """The hash of the C sources the compiled core was built from."""
+    return ffi.string(lib.ts_build_id()).decode()
+
+
 def _check_build() -> None:
     if lib.ts_api_version() != API_VERSION:
         raise StaleBuildError(
@@ -39,7 +44,7 @@ def _check_build() -> None:
             f"the package expects {API_VERSION}; run: pip install -e .")
     csrc = pathlib.Path(__file__).resolve().parent.parent / "csrc"
     if (csrc / "tsbench.h").exists():
-        built, now = ffi.string(lib.ts_build_id()).decode(), source_hash(csrc)
+        built, now = build_id(), source_hash(csrc)
         if built != now:
             raise StaleBuildError(
                 f"tsbench: the compiled C core is stale (built from sources {built}, csrc/ is now {now}); "

@@ -145,7 +145,6 @@ class Runner:
         self.servers: dict[str, str] = {}
         self.ceilings: dict[str, dict] = {}
         self.clients: dict[str, list] = {}      # cell id: its --cluster slots (worker, host facts, figures)
-        self.references: dict[str, dict] = {}   # dataset: the reference engine's build seconds and PSS added
         self.datasets: dict[str, dict] = {}
         self._refs: dict[str, object] = {}
 
@@ -331,19 +330,12 @@ class Runner:
         self._record_queries(c, row, er, ref is not None)
 
     def _reference(self, c: Cell, ds):
-        """One reference engine per dataset, shared by the cells that query it."""
-        if c.dataset_name not in self._refs:
-            import psutil
-
-            me, t0 = psutil.Process(), time.perf_counter()
-            pss0 = me.memory_full_info().pss
-            self._refs[c.dataset_name] = session.reference(ds)
-            built = {"build_seconds": round(time.perf_counter() - t0, 3),
-                     "pss_added_bytes": me.memory_full_info().pss - pss0}
-            self.references[c.dataset_name] = built
-            self.say(f"reference engine for {c.dataset_name}: built in {built['build_seconds']:.1f} s, "
-                     f"{built['pss_added_bytes'] / 2**20:,.0f} MiB (PSS added); shared by its cells")
-        return self._refs[c.dataset_name]
+        """One reference per dataset, shared by the cells that query it: answers from the
+        disk cache, the engine built only at the first answer not there."""
+        name = c.dataset_name
+        if name not in self._refs:
+            self._refs[name] = session.reference(ds, say=lambda m: self.say(f"reference for {name}: {m}"))
+        return self._refs[name]
 
     def _record_queries(self, c: Cell, row: dict, er: ExecResult, validated: bool) -> None:
         t0 = min((r["start"] for r in er.records), default=0.0)
@@ -407,7 +399,8 @@ class Runner:
                     "overrides": self.exp._overrides,
                     "tsbench": __version__, "git_revision": _git_revision(), "host": host_facts(),
                     "datasets": self.datasets, "servers": self.servers, "harness_ceiling": self.ceilings,
-                    "cluster_clients": self.clients, "reference": self.references, "cells": len(self.cell_rows),
+                    "cluster_clients": self.clients, "cells": len(self.cell_rows),
+                    "reference": {n: r.summary() for n, r in self._refs.items()},
                     "status": {s: sum(r["status"] == s for r in self.cell_rows)
                                for s in ("ok", "failed", "interrupted")},
                     "interrupted_by": self.interrupted or None}

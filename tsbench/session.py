@@ -99,11 +99,13 @@ def draw(ds: Dataset, types: list[str], count: int, seed: int, *, allow_empty: b
     return queries.generate(ds, types, count, seed, allow_empty=allow_empty, reference=reference, say=say)
 
 
-def reference(ds: Dataset):
-    """Phase 5's reference engine over the dataset (DuckDB, from the simulator's columns)."""
-    from .queries.reference import Reference
+def reference(ds: Dataset, say=None):
+    """Phase 5's reference over the dataset: answers from the disk cache, else from the
+    reference engine (DuckDB, from the simulator's columns), built at the first answer
+    not cached (queries/cached.py). say: its progress lines and notes (default stderr)."""
+    from .queries.cached import CachedReference
 
-    return Reference(ds)
+    return CachedReference(ds, say)
 
 
 async def run_queries(conn: Connection, ds: Dataset, specs: list[QuerySpec], opts: ExecOptions,

@@ -22,6 +22,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable, ClassVar
 
+from .. import homedir
 from ..errors import ServerError, UserError
 
 READY_TIMEOUT = 60.0
@@ -31,8 +32,7 @@ STOPPED_GRACE_S = 5.0   # seconds a server found stopped (SIGSTOP) gets to shut 
 def home() -> pathlib.Path:
     """Where tsbench keeps installed binaries and server instances ($TSBENCH_HOME), made
     and checked once per process: not a directory or not writable is one UserError."""
-    root = os.environ.get("TSBENCH_HOME") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tsbench")
+    root = homedir.root()
     if root not in _homes_ok:
         import tempfile
 

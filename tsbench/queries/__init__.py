@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import time
 import zlib
 from typing import Callable
 
@@ -115,8 +114,9 @@ def draw_one(qt, ctx: DatasetContext, seed: int, i: int,
 
 
 class _NonEmpty:
-    """Whether a drawn query's reference answer has rows; the reference engine is
-    taken (or built) at the first question, answers kept by it for validation."""
+    """Whether a drawn query's reference answer has rows; the reference is taken
+    (or made: answers from the disk cache, the engine built at the first answer not
+    there) at the first question, answers kept by it for validation."""
 
     def __init__(self, ds: Dataset, reference, say: Callable[[str], None] | None):
         self.ds, self.given, self.say, self.ref = ds, reference, say, None
@@ -129,17 +129,9 @@ class _NonEmpty:
     def _reference(self):
         if self.given is not None:
             return self.given() if callable(self.given) else self.given
-        from .reference import Reference
+        from .cached import CachedReference
 
-        ds = self.ds
-        if self.say:
-            self.say(f"building the reference engine ({ds.entities:,} entities x {ds.epochs:,} epochs) to redraw "
-                     f"queries whose answers are empty")
-        t0 = time.perf_counter()
-        ref = Reference(ds)
-        if self.say:
-            self.say(f"reference engine built in {time.perf_counter() - t0:.1f} s")
-        return ref
+        return CachedReference(self.ds, self.say)
 
 
 def write_queries(path: str | pathlib.Path, ds: Dataset, seed: int, specs: list[QuerySpec],

@@ -22,7 +22,6 @@ class Reference:
         self.ds = ds
         self.con = duckdb.connect()
         self.con.execute("SET TimeZone = 'UTC'")
-        self.dialect = SqlSpelling()
         self._answers: dict[str, list[tuple]] = {}
         self._load()
 
@@ -66,7 +65,7 @@ class Reference:
                 break
 
     def sql(self, spec: QuerySpec) -> str:
-        return sql(spec.params, self.dialect)
+        return reference_sql(spec)
 
     def expected(self, spec: QuerySpec) -> list[tuple]:
         """The reference answer; kept, so that the cells of a run that draw the same
@@ -76,3 +75,8 @@ class Reference:
         if got is None:
             got = self._answers[q] = [tuple(r) for r in self.con.execute(q).fetchall()]
         return got
+
+
+def reference_sql(spec: QuerySpec) -> str:
+    """The SQL the reference engine answers a query with."""
+    return sql(spec.params, SqlSpelling())
