@@ -90,6 +90,34 @@ def test_byte_ranges_split_on_records(files, parts):
     assert (rows, values) == (df.rows, df.values)
 
 
+def _mapped_rss(path) -> int:
+    """Resident bytes of this process's mappings of `path`."""
+    import psutil
+
+    return sum(m.rss for m in psutil.Process().memory_maps(grouped=True) if m.path == str(path))
+
+
+def test_pages_behind_the_reader_are_unmapped_and_batches_still_read_right(files, monkeypatch):
+    """The reader unmaps what it has passed, bar RESIDENT bytes; batches kept from
+    before (in flight, in a load) read their pages back from the page cache."""
+    import tsbench.batches as batches
+
+    monkeypatch.setattr(batches, "RESIDENT", 64 << 10)
+    df = files["devops.lp"]                     # ~1.2 MB: 18 times 64 kB
+    kept, peak = [], 0
+    for b in BatchReader(df.path, df.format, 50):
+        kept.append(b.data)
+        peak = max(peak, _mapped_rss(df.path))
+    assert df.bytes > 16 * batches.RESIDENT
+    assert 0 < peak <= 3 * batches.RESIDENT + (64 << 10)   # two RESIDENTs, a batch, and the page cache's read-ahead
+    assert b"".join(bytes(k) for k in kept) == df.path.read_bytes()
+    monkeypatch.setattr(batches, "RESIDENT", 1 << 40)
+    peak = 0
+    for b in BatchReader(df.path, df.format, 50):
+        peak = max(peak, _mapped_rss(df.path))
+    assert peak > df.bytes // 2                  # without the drops, the mapping grows with the file
+
+
 def test_bad_batch_size():
     with pytest.raises(Exception, match="--batch-size: must be at least 1"):
         BatchReader("x", "influx", 0)

@@ -1,7 +1,10 @@
 """Cutting a data file into batches of whole records (phase 2: load).
 
 Uncompressed files are memory-mapped: a batch is a view into the mapping, so
-nothing is copied between the page cache and the socket. Compressed files are
+nothing is copied between the page cache and the socket. The pages read are
+unmapped again (MADV_DONTNEED) once the reader is RESIDENT bytes past them, so
+the mapping does not make a load's client look as large as its data file; a
+batch still in flight over them reads them back from the page cache. Compressed files are
 streamed through the decompressor into fresh chunks. Record boundaries, row
 and value counts come from the C core (native.cut); no Python per row."""
 
@@ -17,6 +20,7 @@ from .errors import UserError
 from .model import Batch, Tables
 
 CHUNK = 32 << 20
+RESIDENT = 64 << 20     # bytes of the mapping left resident behind the reader
 
 
 def csv_layout(tables: Tables) -> native.CsvLayout:
@@ -85,7 +89,7 @@ class BatchReader:
             mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         mm.madvise(mmap.MADV_SEQUENTIAL)
         view = memoryview(mm)
-        pos = lo
+        pos, dropped = lo, lo - lo % mmap.PAGESIZE
         while pos < hi:
             c = native.cut(self.fmt, mm, pos, hi, self.batch_rows, True, self.layout)
             if c.bytes == 0:
@@ -93,6 +97,9 @@ class BatchReader:
             if c.rows:
                 yield Batch(view[pos: pos + c.bytes], c.rows, c.values)
             pos += c.bytes
+            if pos - dropped >= 2 * RESIDENT:
+                dropped = _unmap_pages(mm, dropped, pos - RESIDENT)
+
 
     def _streamed(self) -> Iterator[Batch]:
         with _open_stream(self.path, self.compression) as f:
@@ -120,3 +127,12 @@ class BatchReader:
                         eof = True
                         break
                     filled += n
+
+
+def _unmap_pages(mm: mmap.mmap, start: int, end: int) -> int:
+    """Unmap the whole pages of [start, end) from this process (they stay in the page
+    cache; a later read maps them again); returns where the next drop starts."""
+    end -= end % mmap.PAGESIZE
+    if end > start:
+        mm.madvise(mmap.MADV_DONTNEED, start, end - start)
+    return max(start, end)
