@@ -127,3 +127,22 @@ def test_the_cache_can_be_turned_off(small, monkeypatch):
     ref = session.reference(ds, say=lambda m: None)
     ref.expected(specs[0])
     assert ref.summary()["cache"] is None and ref.summary()["built"] and ref.misses == 1
+
+
+def test_the_engine_keeps_its_database_on_disk_with_a_bounded_memory_and_removes_it(small, tmp_path, monkeypatch):
+    import gc
+
+    from tsbench.queries import reference
+
+    monkeypatch.setenv("TSBENCH_HOME", str(tmp_path / "home"))
+    ds, specs = small
+    engine = Reference(ds)
+    (folder,) = (tmp_path / "home" / "tmp").iterdir()
+    assert (folder / "reference.duckdb").stat().st_size > 0
+    limit = engine.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    assert limit.replace(" ", "").lower() in ("256mb", "244.1mib")      # MEMORY_LIMIT, as DuckDB prints it
+    assert reference.MEMORY_LIMIT == "256MB"
+    assert engine.expected(specs[0])
+    del engine
+    gc.collect()
+    assert not folder.exists()
