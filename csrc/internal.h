@@ -107,6 +107,9 @@ struct ts_sim {
      * series s is step_idx[first_field + step_end[s][k-1] .. + step_end[s][k]) */
     int32_t *step_idx;
     int32_t (*step_end)[TS_STEP_KINDS];
+    /* per series: 1 when every field is written as its state (no derived,
+     * truncated or hidden field): series_values takes one fused loop */
+    int32_t *plain;
     /* late entries: per (local entity, series) a ring of pend_cap */
     int32_t pend_cap;
     ts_pending *pend;

@@ -282,6 +282,39 @@ static inline double written(const ts_field *fd, double v)
     return v;
 }
 
+/* the written value of an integer state: truncated toward zero, within int64 */
+static inline double written_int(double v)
+{
+    if (!isfinite(v)) return v;   /* left for series_values to report */
+    if (v >= 9.2e18) v = 9.2e18;
+    if (v <= -9.2e18) v = -9.2e18;
+    return (double)(int64_t)v;
+}
+
+/* the first written field of a series whose value is not finite, or -1 */
+static int32_t first_bad(const ts_field *fds, int32_t n, const double *out)
+{
+    double probe = 0.0;                 /* x - x is NaN exactly when x is +/-Inf or NaN */
+    for (int32_t f = 0; f < n; f++)
+        if (!fds[f].hidden) probe += out[f] - out[f];
+    if (probe == 0.0) return -1;
+    for (int32_t f = 0; f < n; f++)
+        if (!fds[f].hidden && !isfinite(out[f])) return f;
+    return -1;
+}
+
+/* series_values of a plain series: one loop, ints from their state, the same bits as written() */
+static int32_t plain_values(const ts_field *fds, int32_t n, const double *fs, double *out)
+{
+    double probe = 0.0;
+    for (int32_t f = 0; f < n; f++) {
+        double v = fds[f].type == TS_TYPE_INT ? written_int(fs[f]) : fs[f];
+        out[f] = v;
+        probe += v - v;
+    }
+    return probe == 0.0 ? -1 : first_bad(fds, n, out);
+}
+
 /* the written values of (entity, series) at the current tick; returns the
  * first written field whose value is not finite, or -1 */
 static int32_t series_values(const ts_sim *sim, int64_t el, int32_t s, double *out)
@@ -289,6 +322,7 @@ static int32_t series_values(const ts_sim *sim, int64_t el, int32_t s, double *o
     const ts_series *se = &sim->series[s];
     const double *fs = sim->state + el * sim->n_fields + se->first_field;
     const ts_field *fds = sim->fields + se->first_field;
+    if (sim->plain[s]) return plain_values(fds, se->n_fields, fs, out);
     for (int32_t f = 0; f < se->n_fields; f++)
         if (fds[f].evo != TS_EVO_LIN && fds[f].evo != TS_EVO_RATIO)
             out[f] = written(&fds[f], fs[f]);
@@ -299,13 +333,7 @@ static int32_t series_values(const ts_sim *sim, int64_t el, int32_t s, double *o
         else if (fd->evo == TS_EVO_RATIO)
             out[f] = written(fd, fd->k0 * out[fd->src1] / out[fd->src2]);
     }
-    double probe = 0.0;                 /* x - x is NaN exactly when x is +/-Inf or NaN */
-    for (int32_t f = 0; f < se->n_fields; f++)
-        if (!fds[f].hidden) probe += out[f] - out[f];
-    if (probe == 0.0) return -1;
-    for (int32_t f = 0; f < se->n_fields; f++)
-        if (!fds[f].hidden && !isfinite(out[f])) return f;
-    return -1;
+    return first_bad(fds, se->n_fields, out);
 }
 
 /* the step kind of a field (TS_STEP_*), or -1 when it never advances */
@@ -326,10 +354,17 @@ static int compile_steps(ts_sim *sim)
 {
     sim->step_idx = malloc(sizeof(int32_t) * (size_t)sim->n_fields + 1);
     sim->step_end = malloc(sizeof *sim->step_end * (size_t)sim->n_series);
-    if (!sim->step_idx || !sim->step_end) return TS_ERR_NOMEM;
+    sim->plain = malloc(sizeof(int32_t) * (size_t)sim->n_series);
+    if (!sim->step_idx || !sim->step_end || !sim->plain) return TS_ERR_NOMEM;
     for (int32_t s = 0; s < sim->n_series; s++) {
         const ts_series *se = &sim->series[s];
         int32_t n = 0;
+        sim->plain[s] = 1;
+        for (int32_t f = 0; f < se->n_fields; f++) {
+            const ts_field *fd = &sim->fields[se->first_field + f];
+            if (fd->evo == TS_EVO_LIN || fd->evo == TS_EVO_RATIO || fd->decimals >= 0 || fd->hidden)
+                sim->plain[s] = 0;
+        }
         for (int32_t k = 0; k < TS_STEP_KINDS; k++) {
             for (int32_t f = 0; f < se->n_fields; f++)
                 if (step_kind(&sim->fields[se->first_field + f]) == k) sim->step_idx[se->first_field + n++] = f;
@@ -443,7 +478,7 @@ void ts_sim_free(ts_sim *sim)
     free(sim->series); free(sim->fields); free(sim->table); free(sim->itable);
     free(sim->state); free(sim->pend); free(sim->pend_n); free(sim->pend_vals);
     free(sim->scratch); free(sim->pfx_scratch); free(sim->visible);
-    free(sim->base); free(sim->step_idx); free(sim->step_end);
+    free(sim->base); free(sim->step_idx); free(sim->step_end); free(sim->plain);
     free(sim->items); free(sim->item_first); free(sim->item_text);
     for (int f = 0; f < TS_FMT_COUNT; f++) {
         free(sim->bound[f]); free(sim->piece[f]); free(sim->piece_off[f]);
