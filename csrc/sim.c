@@ -617,7 +617,7 @@ uint64_t ts_sim_record_bound(const ts_sim *sim, int32_t fmt)
 /* ---- output sinks ------------------------------------------------------------- */
 
 typedef struct sink {
-    int32_t fmt;          /* -1: columns */
+    int32_t fmt;          /* -1: columns (cols NULL: counted only) */
     char *buf;
     uint64_t cap, used;
     const ts_columns *cols;
@@ -667,7 +667,9 @@ static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, cons
     int64_t time_ns = sim->start_ns + epoch * sim->interval_ns;
     int64_t nvals = sim->visible[s] - (null_field >= 0);
     if (k->res->rows >= k->row_cap) return 0;
-    if (k->fmt < 0) {
+    if (k->fmt < 0 && !k->cols) {
+        /* ts_sim_simulate: counted only */
+    } else if (k->fmt < 0) {
         const ts_columns *c = k->cols;
         int64_t i = k->res->rows;
         c->time[i] = time_ns;
@@ -834,6 +836,14 @@ int32_t ts_sim_fill_columns(ts_sim *sim, const ts_columns *cols, int64_t cap, ts
     if (!sim || !cols || !out || cap < 1 || cols->width < 0) return TS_ERR_ARG;
     memset(out, 0, sizeof *out);
     sink k = {-1, NULL, 0, 0, cols, cap, out};
+    return run(sim, &k, NULL, 0);
+}
+
+int32_t ts_sim_simulate(ts_sim *sim, int64_t max_rows, ts_fill_result *out)
+{
+    if (!sim || !out || max_rows < 1) return TS_ERR_ARG;
+    memset(out, 0, sizeof *out);
+    sink k = {-1, NULL, 0, 0, NULL, max_rows, out};
     return run(sim, &k, NULL, 0);
 }
 
