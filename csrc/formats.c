@@ -118,10 +118,10 @@ static size_t influx_record_fast(const ts_sim *sim, const ts_rec *r, const char 
                                  const char *stamp, size_t slen, char *out)
 {
     if (r->null_field >= 0) return influx_record(sim, r, pfx, plen, stamp, slen, out);
-    size_t n = put(out, pfx, plen);
+    size_t n = ts_put_padded(out, pfx, plen);
     n += influx_items(sim, r->series, r->vals, out + n);
     out[n++] = ' ';
-    n += put(out + n, stamp, slen);
+    n += ts_put_padded(out + n, stamp, slen);
     out[n++] = '\n';
     return n;
 }
@@ -262,8 +262,8 @@ static size_t csv_record(const ts_sim *sim, const ts_rec *r, const char *pfx, si
     const ts_field *fds = sim->fields + se->first_field;
     size_t n = csv_quote(ts_str(sim, se->name), ts_strlen(sim, se->name), out);
     out[n++] = ',';
-    n += put(out + n, stamp, slen);
-    n += put(out + n, pfx, plen);
+    n += ts_put_padded(out + n, stamp, slen);
+    n += ts_put_padded(out + n, pfx, plen);
     if (r->null_field < 0) {
         n += csv_items(sim, r->series, r->vals, out + n);
     } else {

@@ -9,6 +9,8 @@
 #ifndef TS_INTERNAL_H
 #define TS_INTERNAL_H
 
+#include <string.h>
+
 #include "tsbench.h"
 #include "rng.h"
 
@@ -25,7 +27,8 @@
 enum { TS_STEP_CWALK_N = 0, TS_STEP_MWALK_N = 1, TS_STEP_WALK_N = 2, TS_STEP_OTHER = 3, TS_STEP_KINDS = 4 };
 
 #define TS_STAMP_MAX 48
-#define TS_PIECE_PAD 32    /* field pieces are copied 32 bytes at a time */
+#define TS_PIECE_PAD 32    /* field pieces, tag parts and stamps are copied 32 bytes at a time:
+                              their buffers have this much readable room after them */
 #define TS_PREFIX_CACHE_MAX (64u << 20)
 
 /* one written field of a series, in order: what a record with no null field
@@ -157,6 +160,14 @@ size_t ts_tag_value(const ts_sim *sim, int64_t entity, int32_t s, int32_t pos, c
 size_t ts_tag_value_bound(const ts_sim *sim, int32_t s, int32_t pos);
 
 size_t ts_format_double(double v, char *out);
+/* copy n bytes from src (readable up to a multiple of TS_PIECE_PAD past
+ * n) to out (writable as far), in fixed-size pieces: no call */
+static inline size_t ts_put_padded(char *out, const char *src, size_t n)
+{
+    for (size_t i = 0; i < n; i += TS_PIECE_PAD) memcpy(out + i, src + i, TS_PIECE_PAD);
+    return n;
+}
+
 /* build sim->items, item_first and item_text (formats.c) */
 int ts_build_items(ts_sim *sim);
 

@@ -595,7 +595,7 @@ ts_sim *ts_sim_new(const ts_schema *sc, uint64_t seed, int64_t entity_lo, int64_
         if (ok && ts_sim_record_bound(sim, f) > scratch) scratch = ts_sim_record_bound(sim, f);
         sim->stamp_epoch[f] = -1;
     }
-    if (ok) ok = (sim->pfx_scratch = malloc(scratch)) != NULL;
+    if (ok) ok = (sim->pfx_scratch = malloc(scratch + TS_PIECE_PAD)) != NULL;   /* read 32 bytes at a time */
     if (!ok) {
         ts_sim_free(sim);
         fail(err, err_cap, "out of memory");
@@ -635,7 +635,7 @@ static const char *cached_prefix(ts_sim *sim, int32_t fmt, int64_t el, int32_t s
         c->off = malloc(sizeof(uint32_t) * slots + 1);
         c->len = malloc(sizeof(uint32_t) * slots + 1);
         c->cap = 1u << 16;
-        c->blob = malloc(c->cap);
+        c->blob = malloc(c->cap + TS_PIECE_PAD);   /* prefixes are read 32 bytes at a time */
         if (!c->off || !c->len || !c->blob) { c->full = 1; return NULL; }
         memset(c->len, 0xff, sizeof(uint32_t) * slots);
     }
@@ -645,7 +645,7 @@ static const char *cached_prefix(ts_sim *sim, int32_t fmt, int64_t el, int32_t s
         if (c->used + need > c->cap) {
             size_t ncap = c->cap * 2;
             while (ncap < c->used + need) ncap *= 2;
-            char *nb = ncap <= TS_PREFIX_CACHE_MAX ? realloc(c->blob, ncap) : NULL;
+            char *nb = ncap <= TS_PREFIX_CACHE_MAX ? realloc(c->blob, ncap + TS_PIECE_PAD) : NULL;
             if (!nb) { c->full = 1; return NULL; }
             c->blob = nb;
             c->cap = ncap;
