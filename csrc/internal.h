@@ -134,7 +134,8 @@ struct ts_sim {
     int32_t *visible;                 /* per series: fields that are not hidden */
     ts_item *items;                   /* per series from item_first[s]: its visible fields */
     int32_t *item_first;              /* n_series + 1 */
-    char *item_text;                  /* influx field pieces with separators, + TS_PIECE_PAD */
+    char *item_text;                  /* influx field pieces with separators, CSV heads, + TS_PIECE_PAD */
+    uint32_t *csv_head;               /* per series: offset, length in item_text of "measurement," */
     double *scratch;                  /* max_series_fields */
     char *pfx_scratch;                /* one uncached tag part */
 };

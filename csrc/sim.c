@@ -479,7 +479,7 @@ void ts_sim_free(ts_sim *sim)
     free(sim->state); free(sim->pend); free(sim->pend_n); free(sim->pend_vals);
     free(sim->scratch); free(sim->pfx_scratch); free(sim->visible);
     free(sim->base); free(sim->step_idx); free(sim->step_end); free(sim->plain);
-    free(sim->items); free(sim->item_first); free(sim->item_text);
+    free(sim->items); free(sim->item_first); free(sim->item_text); free(sim->csv_head);
     for (int f = 0; f < TS_FMT_COUNT; f++) {
         free(sim->bound[f]); free(sim->piece[f]); free(sim->piece_off[f]);
         free(sim->cache[f].blob); free(sim->cache[f].off); free(sim->cache[f].len);
