@@ -3,6 +3,7 @@
  * (PostgreSQL COPY, DuckDB). One ts_format_ops each; ts_formats[] lists them
  * in the order of the TS_FMT_* values.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "fmt_int.h"
@@ -92,8 +93,41 @@ static size_t influx_record(const ts_sim *sim, const ts_rec *r, const char *pfx,
     return n;
 }
 
+/* the field part of a record with no null field, from the series' items */
+static inline size_t influx_items(const ts_sim *sim, int32_t s, const double *vals, char *out)
+{
+    const ts_item *it = sim->items + sim->item_first[s], *end = sim->items + sim->item_first[s + 1];
+    size_t n = 0;
+    for (; it < end; it++) {
+        if (it->len <= TS_PIECE_PAD)
+            memcpy(out + n, sim->item_text + it->off, TS_PIECE_PAD);   /* fixed size: the bound covers it */
+        else
+            memcpy(out + n, sim->item_text + it->off, it->len);
+        n += it->len;
+        if (it->is_int) {
+            n += ts_fmt_i64((int64_t)vals[it->f], out + n);
+            out[n++] = 'i';
+        } else {
+            n += ts_format_double(vals[it->f], out + n);
+        }
+    }
+    return n;
+}
+
+static size_t influx_record_fast(const ts_sim *sim, const ts_rec *r, const char *pfx, size_t plen,
+                                 const char *stamp, size_t slen, char *out)
+{
+    if (r->null_field >= 0) return influx_record(sim, r, pfx, plen, stamp, slen, out);
+    size_t n = ts_put_padded(out, pfx, plen);
+    n += influx_items(sim, r->series, r->vals, out + n);
+    out[n++] = ' ';
+    n += ts_put_padded(out + n, stamp, slen);
+    out[n++] = '\n';
+    return n;
+}
+
 static const ts_format_ops influx_ops = {
-    "influx", influx_prefix, influx_stamp, influx_record, influx_piece, 2, 2,
+    "influx", influx_prefix, influx_stamp, influx_record_fast, influx_piece, 2, 2,
 };
 
 /* ---- CSV -------------------------------------------------------------------
@@ -175,22 +209,78 @@ static size_t csv_stamp(int64_t time_ns, char *out)
     return n;
 }
 
+/* the field columns of a record with no null field, from the series' items */
+static inline size_t csv_items(const ts_sim *sim, int32_t s, const double *vals, char *out)
+{
+    const ts_item *it = sim->items + sim->item_first[s], *end = sim->items + sim->item_first[s + 1];
+    size_t n = 0;
+    for (; it < end; it++) {
+        out[n++] = ',';
+        if (it->is_int)
+            n += ts_fmt_i64((int64_t)vals[it->f], out + n);
+        else
+            n += ts_format_double(vals[it->f], out + n);
+    }
+    return n;
+}
+
 static size_t csv_record(const ts_sim *sim, const ts_rec *r, const char *pfx, size_t plen,
                          const char *stamp, size_t slen, char *out)
 {
     const ts_series *se = &sim->series[r->series];
     const ts_field *fds = sim->fields + se->first_field;
-    size_t n = csv_quote(ts_str(sim, se->name), ts_strlen(sim, se->name), out);
-    out[n++] = ',';
-    n += put(out + n, stamp, slen);
-    n += put(out + n, pfx, plen);
-    for (int32_t f = 0; f < se->n_fields; f++) {
-        if (fds[f].hidden) continue;
-        out[n++] = ',';
-        if (f != r->null_field) n += put_value(&fds[f], r->vals[f], out + n);
+    size_t n = ts_put_padded(out, sim->item_text + sim->csv_head[2 * r->series], sim->csv_head[2 * r->series + 1]);
+    n += ts_put_padded(out + n, stamp, slen);
+    n += ts_put_padded(out + n, pfx, plen);
+    if (r->null_field < 0) {
+        n += csv_items(sim, r->series, r->vals, out + n);
+    } else {
+        for (int32_t f = 0; f < se->n_fields; f++) {
+            if (fds[f].hidden) continue;
+            out[n++] = ',';
+            if (f != r->null_field) n += put_value(&fds[f], r->vals[f], out + n);
+        }
     }
     out[n++] = '\n';
     return n;
+}
+
+/* the items of every series, and the CSV head (the quoted measurement and a comma) */
+int ts_build_items(ts_sim *sim)
+{
+    size_t cap = TS_PIECE_PAD + 1;
+    for (int32_t f = 0; f < sim->n_fields; f++) cap += 2 * ts_strlen(sim, sim->fields[f].name) + 2;
+    for (int32_t s = 0; s < sim->n_series; s++) cap += 2 * ts_strlen(sim, sim->series[s].name) + 3;
+    sim->items = malloc(sizeof(ts_item) * (size_t)sim->n_fields + 1);
+    sim->item_first = malloc(sizeof(int32_t) * ((size_t)sim->n_series + 1));
+    sim->csv_head = malloc(sizeof(uint32_t) * 2 * (size_t)sim->n_series);
+    sim->item_text = malloc(cap);
+    if (!sim->items || !sim->item_first || !sim->csv_head || !sim->item_text) return TS_ERR_NOMEM;
+    int32_t k = 0;
+    size_t used = 0;
+    for (int32_t s = 0; s < sim->n_series; s++) {
+        const ts_series *se = &sim->series[s];
+        sim->csv_head[2 * s] = (uint32_t)used;
+        used += csv_quote(ts_str(sim, se->name), ts_strlen(sim, se->name), sim->item_text + used);
+        sim->item_text[used++] = ',';
+        sim->csv_head[2 * s + 1] = (uint32_t)used - sim->csv_head[2 * s];
+        sim->item_first[s] = k;
+        for (int32_t f = 0; f < se->n_fields; f++) {
+            const ts_field *fd = &sim->fields[se->first_field + f];
+            if (fd->hidden) continue;
+            ts_item *it = &sim->items[k];
+            it->f = f;
+            it->is_int = fd->type == TS_TYPE_INT;
+            it->off = (uint32_t)used;
+            sim->item_text[used++] = k == sim->item_first[s] ? ' ' : ',';
+            used += influx_piece(sim, se->first_field + f, sim->item_text + used);
+            it->len = (uint32_t)(used - it->off);
+            k++;
+        }
+    }
+    sim->item_first[sim->n_series] = k;
+    memset(sim->item_text + used, 0, TS_PIECE_PAD);
+    return TS_OK;
 }
 
 static const ts_format_ops csv_ops = {

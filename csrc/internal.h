@@ -9,6 +9,8 @@
 #ifndef TS_INTERNAL_H
 #define TS_INTERNAL_H
 
+#include <string.h>
+
 #include "tsbench.h"
 #include "rng.h"
 
@@ -20,9 +22,23 @@
 #define TS_J_LAZY 1
 #define TS_J_INIT 2
 
+/* step kinds of the compiled advance: a normal step with no lazy draw and no
+ * scale, one loop each; every other advancing field goes through OTHER */
+enum { TS_STEP_CWALK_N = 0, TS_STEP_MWALK_N = 1, TS_STEP_WALK_N = 2, TS_STEP_OTHER = 3, TS_STEP_KINDS = 4 };
+
 #define TS_STAMP_MAX 48
-#define TS_PIECE_PAD 32    /* field pieces are copied 32 bytes at a time */
+#define TS_PIECE_PAD 32    /* field pieces, tag parts and stamps are copied 32 bytes at a time:
+                              their buffers have this much readable room after them */
 #define TS_PREFIX_CACHE_MAX (64u << 20)
+
+/* one written field of a series, in order: what a record with no null field
+ * writes for it. Influx writes text[off, off + len) first (the separator, the
+ * escaped name and '='), CSV a comma. */
+typedef struct ts_item {
+    int32_t f;             /* field index within the series */
+    int32_t is_int;        /* TS_TYPE_INT */
+    uint32_t off, len;     /* into ts_sim.item_text */
+} ts_item;
 
 /* one record as the serializers see it */
 typedef struct ts_rec {
@@ -87,6 +103,16 @@ struct ts_sim {
 
     /* per (local entity, field) state */
     double *state;
+    /* per (local entity, series): ts_stream_key(seed, entity, series, 0) */
+    uint64_t *base;
+    /* the compiled advance: per series, its advancing fields (indices within
+     * the series) grouped by step kind, at first_field in step_idx; kind k of
+     * series s is step_idx[first_field + step_end[s][k-1] .. + step_end[s][k]) */
+    int32_t *step_idx;
+    int32_t (*step_end)[TS_STEP_KINDS];
+    /* per series: 1 when every field is written as its state (no derived,
+     * truncated or hidden field): series_values takes one fused loop */
+    int32_t *plain;
     /* late entries: per (local entity, series) a ring of pend_cap */
     int32_t pend_cap;
     ts_pending *pend;
@@ -106,6 +132,10 @@ struct ts_sim {
     char *piece[TS_FMT_COUNT];
     uint32_t *piece_off[TS_FMT_COUNT];  /* n_fields + 1 */
     int32_t *visible;                 /* per series: fields that are not hidden */
+    ts_item *items;                   /* per series from item_first[s]: its visible fields */
+    int32_t *item_first;              /* n_series + 1 */
+    char *item_text;                  /* influx field pieces with separators, CSV heads, + TS_PIECE_PAD */
+    uint32_t *csv_head;               /* per series: offset, length in item_text of "measurement," */
     double *scratch;                  /* max_series_fields */
     char *pfx_scratch;                /* one uncached tag part */
 };
@@ -131,5 +161,15 @@ size_t ts_tag_value(const ts_sim *sim, int64_t entity, int32_t s, int32_t pos, c
 size_t ts_tag_value_bound(const ts_sim *sim, int32_t s, int32_t pos);
 
 size_t ts_format_double(double v, char *out);
+/* copy n bytes from src (readable up to a multiple of TS_PIECE_PAD past
+ * n) to out (writable as far), in fixed-size pieces: no call */
+static inline size_t ts_put_padded(char *out, const char *src, size_t n)
+{
+    for (size_t i = 0; i < n; i += TS_PIECE_PAD) memcpy(out + i, src + i, TS_PIECE_PAD);
+    return n;
+}
+
+/* build sim->items, item_first and item_text (formats.c) */
+int ts_build_items(ts_sim *sim);
 
 #endif

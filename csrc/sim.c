@@ -237,6 +237,7 @@ static void init_entity(ts_sim *sim, int64_t el)
     for (int32_t s = 0; s < sim->n_series; s++) {
         const ts_series *se = &sim->series[s];
         uint64_t base = ts_stream_key(sim->seed, entity, s, 0);
+        sim->base[(size_t)el * (size_t)sim->n_series + (size_t)s] = base;
         double *fs = st + se->first_field;
         for (int32_t f = 0; f < se->n_fields; f++) {
             const ts_field *fd = &sim->fields[se->first_field + f];
@@ -281,6 +282,39 @@ static inline double written(const ts_field *fd, double v)
     return v;
 }
 
+/* the written value of an integer state: truncated toward zero, within int64 */
+static inline double written_int(double v)
+{
+    if (!isfinite(v)) return v;   /* left for series_values to report */
+    if (v >= 9.2e18) v = 9.2e18;
+    if (v <= -9.2e18) v = -9.2e18;
+    return (double)(int64_t)v;
+}
+
+/* the first written field of a series whose value is not finite, or -1 */
+static int32_t first_bad(const ts_field *fds, int32_t n, const double *out)
+{
+    double probe = 0.0;                 /* x - x is NaN exactly when x is +/-Inf or NaN */
+    for (int32_t f = 0; f < n; f++)
+        if (!fds[f].hidden) probe += out[f] - out[f];
+    if (probe == 0.0) return -1;
+    for (int32_t f = 0; f < n; f++)
+        if (!fds[f].hidden && !isfinite(out[f])) return f;
+    return -1;
+}
+
+/* series_values of a plain series: one loop, ints from their state, the same bits as written() */
+static int32_t plain_values(const ts_field *fds, int32_t n, const double *fs, double *out)
+{
+    double probe = 0.0;
+    for (int32_t f = 0; f < n; f++) {
+        double v = fds[f].type == TS_TYPE_INT ? written_int(fs[f]) : fs[f];
+        out[f] = v;
+        probe += v - v;
+    }
+    return probe == 0.0 ? -1 : first_bad(fds, n, out);
+}
+
 /* the written values of (entity, series) at the current tick; returns the
  * first written field whose value is not finite, or -1 */
 static int32_t series_values(const ts_sim *sim, int64_t el, int32_t s, double *out)
@@ -288,6 +322,7 @@ static int32_t series_values(const ts_sim *sim, int64_t el, int32_t s, double *o
     const ts_series *se = &sim->series[s];
     const double *fs = sim->state + el * sim->n_fields + se->first_field;
     const ts_field *fds = sim->fields + se->first_field;
+    if (sim->plain[s]) return plain_values(fds, se->n_fields, fs, out);
     for (int32_t f = 0; f < se->n_fields; f++)
         if (fds[f].evo != TS_EVO_LIN && fds[f].evo != TS_EVO_RATIO)
             out[f] = written(&fds[f], fs[f]);
@@ -298,43 +333,99 @@ static int32_t series_values(const ts_sim *sim, int64_t el, int32_t s, double *o
         else if (fd->evo == TS_EVO_RATIO)
             out[f] = written(fd, fd->k0 * out[fd->src1] / out[fd->src2]);
     }
-    double probe = 0.0;                 /* x - x is NaN exactly when x is +/-Inf or NaN */
-    for (int32_t f = 0; f < se->n_fields; f++)
-        if (!fds[f].hidden) probe += out[f] - out[f];
-    if (probe == 0.0) return -1;
-    for (int32_t f = 0; f < se->n_fields; f++)
-        if (!fds[f].hidden && !isfinite(out[f])) return f;
-    return -1;
+    return first_bad(fds, se->n_fields, out);
 }
 
-/* advance the state of (entity, series) from tick t to t + 1 */
+/* the step kind of a field (TS_STEP_*), or -1 when it never advances */
+static int step_kind(const ts_field *fd)
+{
+    if (fd->evo >= TS_EVO_CONST) return -1;
+    if (fd->prob < 1.0 || fd->scale_by >= 0 || fd->dist != TS_DIST_NORMAL) return TS_STEP_OTHER;
+    switch (fd->evo) {
+    case TS_EVO_CWALK: return TS_STEP_CWALK_N;
+    case TS_EVO_MWALK: return TS_STEP_MWALK_N;
+    case TS_EVO_WALK: return TS_STEP_WALK_N;
+    default: return TS_STEP_OTHER;
+    }
+}
+
+/* group each series' advancing fields by step kind (sim->step_idx, step_end) */
+static int compile_steps(ts_sim *sim)
+{
+    sim->step_idx = malloc(sizeof(int32_t) * (size_t)sim->n_fields + 1);
+    sim->step_end = malloc(sizeof *sim->step_end * (size_t)sim->n_series);
+    sim->plain = malloc(sizeof(int32_t) * (size_t)sim->n_series);
+    if (!sim->step_idx || !sim->step_end || !sim->plain) return TS_ERR_NOMEM;
+    for (int32_t s = 0; s < sim->n_series; s++) {
+        const ts_series *se = &sim->series[s];
+        int32_t n = 0;
+        sim->plain[s] = 1;
+        for (int32_t f = 0; f < se->n_fields; f++) {
+            const ts_field *fd = &sim->fields[se->first_field + f];
+            if (fd->evo == TS_EVO_LIN || fd->evo == TS_EVO_RATIO || fd->decimals >= 0 || fd->hidden)
+                sim->plain[s] = 0;
+        }
+        for (int32_t k = 0; k < TS_STEP_KINDS; k++) {
+            for (int32_t f = 0; f < se->n_fields; f++)
+                if (step_kind(&sim->fields[se->first_field + f]) == k) sim->step_idx[se->first_field + n++] = f;
+            sim->step_end[s][k] = n;
+        }
+    }
+    return TS_OK;
+}
+
+/* one field of any kind from tick t to t + 1 (the general interpreter) */
+static inline void step_other(const ts_sim *sim, const ts_field *fd, double *fs, int32_t f, uint64_t base, uint64_t t)
+{
+    uint64_t key = field_key(base, f);
+    if (fd->prob < 1.0 && ts_u01(ts_draw(key, t, TS_J_LAZY)) >= fd->prob) return;
+    double sc = field_scale(fd, fs);
+    double d = step_draw(sim, fd, key, t, sc);
+    switch (fd->evo) {
+    case TS_EVO_FRESH: fs[f] = d; break;
+    case TS_EVO_WALK: fs[f] += d; break;
+    case TS_EVO_MWALK: fs[f] += fabs(d); break;
+    case TS_EVO_CWALK: {
+        double v = fs[f] + d, lo = sc * fd->lo, hi = sc * fd->hi;
+        if (v < lo) v = lo;
+        if (v > hi) v = hi;
+        if (fd->reset && v <= lo) v = hi;
+        fs[f] = v;
+        break;
+    }
+    }
+}
+
+/* a normal step a + b * N(0, 1) of field f (scale 1: the same bits as step_draw) */
+static inline double normal_step(const ts_sim *sim, const ts_field *fd, int32_t f, uint64_t base, uint64_t t)
+{
+    return fd->a + fd->b * ts_normal(&sim->zig, field_key(base, f), t);
+}
+
+/* advance the state of (entity, series) from tick t to t + 1: one loop per step kind */
 static void series_advance(ts_sim *sim, int64_t el, int32_t s, uint64_t t)
 {
     const ts_series *se = &sim->series[s];
     double *fs = sim->state + el * sim->n_fields + se->first_field;
     const ts_field *fds = sim->fields + se->first_field;
-    uint64_t base = ts_stream_key(sim->seed, sim->entity_lo + el, s, 0);
-    for (int32_t f = 0; f < se->n_fields; f++) {
+    const int32_t *idx = sim->step_idx + se->first_field, *end = sim->step_end[s];
+    uint64_t base = sim->base[(size_t)el * (size_t)sim->n_series + (size_t)s];
+    int32_t i = 0;
+    for (; i < end[TS_STEP_CWALK_N]; i++) {
+        int32_t f = idx[i];
         const ts_field *fd = &fds[f];
-        if (fd->evo >= TS_EVO_CONST) continue;
-        uint64_t key = field_key(base, f);
-        if (fd->prob < 1.0 && ts_u01(ts_draw(key, t, TS_J_LAZY)) >= fd->prob) continue;
-        double sc = field_scale(fd, fs);
-        double d = step_draw(sim, fd, key, t, sc);
-        switch (fd->evo) {
-        case TS_EVO_FRESH: fs[f] = d; break;
-        case TS_EVO_WALK: fs[f] += d; break;
-        case TS_EVO_MWALK: fs[f] += fabs(d); break;
-        case TS_EVO_CWALK: {
-            double v = fs[f] + d, lo = sc * fd->lo, hi = sc * fd->hi;
-            if (v < lo) v = lo;
-            if (v > hi) v = hi;
-            if (fd->reset && v <= lo) v = hi;
-            fs[f] = v;
-            break;
-        }
-        }
+        double v = fs[f] + normal_step(sim, fd, f, base, t);
+        if (v < fd->lo) v = fd->lo;
+        if (v > fd->hi) v = fd->hi;
+        if (fd->reset && v <= fd->lo) v = fd->hi;
+        fs[f] = v;
     }
+    for (; i < end[TS_STEP_MWALK_N]; i++)
+        fs[idx[i]] += fabs(normal_step(sim, &fds[idx[i]], idx[i], base, t));
+    for (; i < end[TS_STEP_WALK_N]; i++)
+        fs[idx[i]] += normal_step(sim, &fds[idx[i]], idx[i], base, t);
+    for (; i < end[TS_STEP_OTHER]; i++)
+        step_other(sim, &fds[idx[i]], fs, idx[i], base, t);
 }
 
 /* ---- imperfect delivery ---------------------------------------------------- */
@@ -387,6 +478,8 @@ void ts_sim_free(ts_sim *sim)
     free(sim->series); free(sim->fields); free(sim->table); free(sim->itable);
     free(sim->state); free(sim->pend); free(sim->pend_n); free(sim->pend_vals);
     free(sim->scratch); free(sim->pfx_scratch); free(sim->visible);
+    free(sim->base); free(sim->step_idx); free(sim->step_end); free(sim->plain);
+    free(sim->items); free(sim->item_first); free(sim->item_text); free(sim->csv_head);
     for (int f = 0; f < TS_FMT_COUNT; f++) {
         free(sim->bound[f]); free(sim->piece[f]); free(sim->piece_off[f]);
         free(sim->cache[f].blob); free(sim->cache[f].off); free(sim->cache[f].len);
@@ -477,7 +570,8 @@ ts_sim *ts_sim_new(const ts_schema *sc, uint64_t seed, int64_t entity_lo, int64_
              sim->table && sim->itable;
     sim->state = malloc(sizeof(double) * (size_t)(sim->n_entities * sim->n_fields + 1));
     sim->scratch = malloc(sizeof(double) * (size_t)sim->max_series_fields);
-    ok = ok && sim->state && sim->scratch;
+    sim->base = malloc(sizeof(uint64_t) * (size_t)(sim->n_entities * sim->n_series + 1));
+    ok = ok && sim->state && sim->scratch && sim->base && compile_steps(sim) == TS_OK && ts_build_items(sim) == TS_OK;
 
     int64_t late_max = 0;
     if (sim->has_faults) {
@@ -501,7 +595,7 @@ ts_sim *ts_sim_new(const ts_schema *sc, uint64_t seed, int64_t entity_lo, int64_
         if (ok && ts_sim_record_bound(sim, f) > scratch) scratch = ts_sim_record_bound(sim, f);
         sim->stamp_epoch[f] = -1;
     }
-    if (ok) ok = (sim->pfx_scratch = malloc(scratch)) != NULL;
+    if (ok) ok = (sim->pfx_scratch = malloc(scratch + TS_PIECE_PAD)) != NULL;   /* read 32 bytes at a time */
     if (!ok) {
         ts_sim_free(sim);
         fail(err, err_cap, "out of memory");
@@ -523,7 +617,7 @@ uint64_t ts_sim_record_bound(const ts_sim *sim, int32_t fmt)
 /* ---- output sinks ------------------------------------------------------------- */
 
 typedef struct sink {
-    int32_t fmt;          /* -1: columns */
+    int32_t fmt;          /* -1: columns (cols NULL: counted only) */
     char *buf;
     uint64_t cap, used;
     const ts_columns *cols;
@@ -541,7 +635,7 @@ static const char *cached_prefix(ts_sim *sim, int32_t fmt, int64_t el, int32_t s
         c->off = malloc(sizeof(uint32_t) * slots + 1);
         c->len = malloc(sizeof(uint32_t) * slots + 1);
         c->cap = 1u << 16;
-        c->blob = malloc(c->cap);
+        c->blob = malloc(c->cap + TS_PIECE_PAD);   /* prefixes are read 32 bytes at a time */
         if (!c->off || !c->len || !c->blob) { c->full = 1; return NULL; }
         memset(c->len, 0xff, sizeof(uint32_t) * slots);
     }
@@ -551,7 +645,7 @@ static const char *cached_prefix(ts_sim *sim, int32_t fmt, int64_t el, int32_t s
         if (c->used + need > c->cap) {
             size_t ncap = c->cap * 2;
             while (ncap < c->used + need) ncap *= 2;
-            char *nb = ncap <= TS_PREFIX_CACHE_MAX ? realloc(c->blob, ncap) : NULL;
+            char *nb = ncap <= TS_PREFIX_CACHE_MAX ? realloc(c->blob, ncap + TS_PIECE_PAD) : NULL;
             if (!nb) { c->full = 1; return NULL; }
             c->blob = nb;
             c->cap = ncap;
@@ -573,7 +667,9 @@ static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, cons
     int64_t time_ns = sim->start_ns + epoch * sim->interval_ns;
     int64_t nvals = sim->visible[s] - (null_field >= 0);
     if (k->res->rows >= k->row_cap) return 0;
-    if (k->fmt < 0) {
+    if (k->fmt < 0 && !k->cols) {
+        /* ts_sim_simulate: counted only */
+    } else if (k->fmt < 0) {
         const ts_columns *c = k->cols;
         int64_t i = k->res->rows;
         c->time[i] = time_ns;
@@ -740,6 +836,14 @@ int32_t ts_sim_fill_columns(ts_sim *sim, const ts_columns *cols, int64_t cap, ts
     if (!sim || !cols || !out || cap < 1 || cols->width < 0) return TS_ERR_ARG;
     memset(out, 0, sizeof *out);
     sink k = {-1, NULL, 0, 0, cols, cap, out};
+    return run(sim, &k, NULL, 0);
+}
+
+int32_t ts_sim_simulate(ts_sim *sim, int64_t max_rows, ts_fill_result *out)
+{
+    if (!sim || !out || max_rows < 1) return TS_ERR_ARG;
+    memset(out, 0, sizeof *out);
+    sink k = {-1, NULL, 0, 0, NULL, max_rows, out};
     return run(sim, &k, NULL, 0);
 }
 

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 /* CDEF BEGIN */
-#define TS_API_VERSION 8
+#define TS_API_VERSION 9
 
 /* step distributions: normal(mean=a, sd=b) | uniform[a, b) | constant a */
 enum { TS_DIST_NORMAL = 0, TS_DIST_UNIFORM = 1, TS_DIST_CONST = 2 };
@@ -177,6 +177,11 @@ int32_t ts_sim_fill_rows(ts_sim *sim, int32_t fmt, char *buf, uint64_t cap, int6
 
 /* the same records as columns; at most cap records */
 int32_t ts_sim_fill_columns(ts_sim *sim, const ts_columns *cols, int64_t cap, ts_fill_result *out);
+
+/* (benchmarks) run the simulation as ts_sim_fill_rows would, up to max_rows (>= 1)
+ * records, without writing them anywhere: what making the values costs, apart from
+ * formatting them. out gets rows, values, epoch and done as a fill's. */
+int32_t ts_sim_simulate(ts_sim *sim, int64_t max_rows, ts_fill_result *out);
 
 /* the tag values (unescaped) of one entity for one series, concatenated into
  * buf with lens[i] = length of value i; returns the number of tags or < 0 */

@@ -106,6 +106,23 @@ def test_fill_rows_makes_batches_of_exactly_max_rows_of_the_same_bytes(fmt, size
         sim.fill_rows(fmt, buf, 0)
 
 
+def test_simulate_counts_the_records_a_fill_writes_and_moves_on_like_one():
+    """The bench-only ts_sim_simulate: pinned counts, and the records after it are the fill's."""
+    ds = dataset(use_case="iot", scale=5, end="2016-01-01T01:00:00Z", seed=3)   # late records too
+    mk = lambda: Simulator(ds.compiled, 3, 0, 5, ds.start_ns, ds.interval_ns, ds.epochs)
+    whole, fills = _all(mk(), "influx", 1 << 22)
+    r = mk().simulate(1 << 40)
+    assert (r.bytes, r.rows, r.values, r.epoch, r.done) == (0, 3232, 25597, 370, True)
+    assert r.rows == sum(f.rows for f in fills) and r.values == sum(f.values for f in fills)
+    sim = mk()
+    part = sim.simulate(1000)
+    assert part.rows == 1000 and not part.done
+    rest, _ = _all(sim, "influx", 1 << 22)
+    assert rest == b"".join(whole.splitlines(keepends=True)[1000:])
+    with pytest.raises(RuntimeError, match="bad argument"):
+        sim.simulate(0)
+
+
 def test_epoch_marks_cut_the_output_at_epochs():
     ds = dataset(use_case="devops", scale=2, end="2016-01-01T00:05:00Z", seed=3)
     sim = Simulator(ds.compiled, 3, 0, 2, ds.start_ns, ds.interval_ns, ds.epochs)
@@ -150,7 +167,7 @@ def test_stale_build_is_reported_in_one_line(tmp_path):
 
 
 def test_api_version_matches():
-    assert lib.ts_api_version() == native.API_VERSION == 8
+    assert lib.ts_api_version() == native.API_VERSION == 9
 
 
 def test_build_id_is_the_hash_of_the_sources():

@@ -1,6 +1,9 @@
 """Benchmark of phase 1 (`nox -s bench`): times `python -m tsbench generate`
 as a whole command and prints rows/s, values/s, MB/s, CPU seconds and peak RSS
-for 1 and 2 processes. Figures come from a benchmark, never from timed tests.
+for 1 and 2 processes, then where one process's time goes: making the values
+(the C core's simulation alone, ts_sim_simulate), formatting them (a fill into
+one reused buffer, less that), and the rest of the command (start-up, writing,
+manifest). Figures come from a benchmark, never from timed tests.
 """
 
 from __future__ import annotations
@@ -44,6 +47,44 @@ def measure(args: list[str]) -> dict:
     return {"wall": wall, "peak_total": peak_total, "peak_one": peak_one}
 
 
+def _timed(work) -> float:
+    """CPU seconds of work in this process (steadier than wall time on a shared machine)."""
+    t0 = time.process_time()
+    work()
+    return time.process_time() - t0
+
+
+def _simulate_all(sim) -> None:
+    while not sim.simulate(1 << 20).done:
+        pass
+
+
+def _fill_all(sim, fmt: str, buf) -> None:
+    while not sim.fill(fmt, buf).done:
+        pass
+
+
+def phases(a, rows: int, command_cpu: float) -> None:
+    """The one-process split of CPU seconds: simulate, format, rest of the command (medians of a.runs)."""
+    from .dataset import DatasetSpec, resolve
+    from .generate import BUF_BYTES
+    from .native import Simulator
+
+    ds = resolve(DatasetSpec(use_case="devops", scale=a.scale, end=a.end, seed=123))
+    new = lambda: Simulator(ds.compiled, 123, 0, ds.entities, ds.start_ns, ds.interval_ns, ds.epochs)
+    sim_s = statistics.median(_timed(lambda: _simulate_all(new())) for _ in range(a.runs))
+    buf = bytearray(max(BUF_BYTES, 2 * new().record_bound(a.format)))
+    fill_s = statistics.median(_timed(lambda: _fill_all(new(), a.format, buf)) for _ in range(a.runs))
+    print(f"one process, where the CPU time goes (medians of {a.runs}; fill = simulate + format):")
+    for name, sec, what in (("simulate", sim_s, "the values alone (ts_sim_simulate)"),
+                            ("format", fill_s - sim_s, f"{a.format} text from them"),
+                            ("fill", fill_s, "ts_sim_fill into one reused buffer"),
+                            ("rest", command_cpu - fill_s, "start-up, writing, manifest"),
+                            ("command", command_cpu, "the whole generate command")):
+        rate = f"{rows / sec:>12,.0f} rows/s" if sec > 0 else ""
+        print(f"{name:>9} {sec:>8.2f} CPU s {rate}  {what}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--scale", type=int, default=100)
@@ -51,6 +92,7 @@ def main() -> None:
     ap.add_argument("--format", default="influx")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--processes", default="1,2")
+    ap.add_argument("--no-phases", action="store_true", help="skip the one-process split")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         # the manifest of one real run gives the row and value counts
@@ -64,6 +106,7 @@ def main() -> None:
           f"{rows:,} rows, {values:,} values, {nbytes / 1e6:,.0f} MB; {a.runs} runs each, medians")
     print(f"{'processes':>9} {'seconds':>8} {'rows/s':>12} {'values/s':>13} {'MB/s':>8} {'CPU s':>7} "
           f"{'RSS max proc':>13} {'PSS all procs':>14}")
+    cpus = {}
     for p in [int(x) for x in a.processes.split(",")]:
         cmd = [sys.executable, "-m", "tsbench", "generate", "-q", "--scale", str(a.scale), "--end", a.end,
                "--seed", "123", "--format", a.format, "-o", "/dev/null", "--processes", str(p)]
@@ -75,12 +118,14 @@ def main() -> None:
             r["cpu"] = (after.children_user - before.children_user) + (after.children_system - before.children_system)
             runs.append(r)
         wall = statistics.median(r["wall"] for r in runs)
-        cpu = statistics.median(r["cpu"] for r in runs)
+        cpu = cpus[p] = statistics.median(r["cpu"] for r in runs)
         print(f"{p:>9} {wall:>8.2f} {rows / wall:>12,.0f} {values / wall:>13,.0f} {nbytes / wall / 1e6:>8,.0f} "
               f"{cpu:>7.2f} {max(r['peak_one'] for r in runs) / 2**20:>10.1f} MB "
               f"{max(r['peak_total'] for r in runs) / 2**20:>11.1f} MB")
     print("seconds: median wall time of the whole command, interpreter start-up and imports included;")
     print("CPU s: user + system of all its processes.")
+    if not a.no_phases and 1 in cpus:
+        phases(a, rows, cpus[1])
 
 
 if __name__ == "__main__":
