@@ -148,3 +148,12 @@ def test_cli_runs_little_work_in_one_process_with_the_same_bytes(tmp_path):
     assert (tmp_path / "a.lp").read_bytes() == (tmp_path / "b.lp").read_bytes()
     manifest = json.loads((tmp_path / "b.lp.manifest.json").read_text())
     assert manifest["timing"]["processes"] == 1
+
+
+@pytest.mark.skipif(gen.usable_cpus() < 2, reason="-j 2 runs one process on one processor")
+def test_the_summary_says_how_many_processes_ran():
+    args = ["generate", "-u", "cpu-only", "--scale", "100", "--interval", "1s", "--end", "2016-01-01T06:00:00Z",
+            "-o", "/dev/null"]                          # 2,160,000 rows: enough for two
+    two = run_cli(*args, "-j", "2").stderr.decode()
+    assert "2,160,000 rows" in two and "rows/s, 2 processes)" in two
+    assert "processes" not in run_cli(*args, "-j", "1").stderr.decode()

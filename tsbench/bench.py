@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -42,9 +43,12 @@ def measure(args: list[str]) -> dict:
             pass
         time.sleep(0.1)
     wall = time.perf_counter() - t0
+    err = proc.stderr.read().decode()
     if proc.returncode != 0:
-        raise SystemExit(f"benchmark command failed: {proc.stderr.read().decode()}")
-    return {"wall": wall, "peak_total": peak_total, "peak_one": peak_one}
+        raise SystemExit(f"benchmark command failed: {err}")
+    gen = re.search(r" in ([0-9.]+) s \(.*?(?:, (\d+) processes)?\)", err)   # the summary: after start-up
+    return {"wall": wall, "peak_total": peak_total, "peak_one": peak_one,
+            "gen": float(gen[1]) if gen else None, "used": int(gen[2] or 1) if gen else None}
 
 
 def _timed(work) -> float:
@@ -104,11 +108,11 @@ def main() -> None:
     rows, values, nbytes = m["rows"], m["values"], m["bytes"]
     print(f"devops-like workload: {a.scale} entities, {m['spec']['epochs']} epochs, {a.format}: "
           f"{rows:,} rows, {values:,} values, {nbytes / 1e6:,.0f} MB; {a.runs} runs each, medians")
-    print(f"{'processes':>9} {'seconds':>8} {'rows/s':>12} {'values/s':>13} {'MB/s':>8} {'CPU s':>7} "
+    print(f"{'processes':>9} {'seconds':>8} {'gen s':>7} {'rows/s':>12} {'values/s':>13} {'MB/s':>8} {'CPU s':>7} "
           f"{'RSS max proc':>13} {'PSS all procs':>14}")
-    cpus = {}
+    cpus, walls, gens = {}, {}, {}
     for p in [int(x) for x in a.processes.split(",")]:
-        cmd = [sys.executable, "-m", "tsbench", "generate", "-q", "--scale", str(a.scale), "--end", a.end,
+        cmd = [sys.executable, "-m", "tsbench", "generate", "--scale", str(a.scale), "--end", a.end,
                "--seed", "123", "--format", a.format, "-o", "/dev/null", "--processes", str(p)]
         runs = []
         for _ in range(a.runs):
@@ -117,13 +121,19 @@ def main() -> None:
             after = os.times()
             r["cpu"] = (after.children_user - before.children_user) + (after.children_system - before.children_system)
             runs.append(r)
-        wall = statistics.median(r["wall"] for r in runs)
+        wall = walls[p] = statistics.median(r["wall"] for r in runs)
+        gen = gens[p] = statistics.median(r["gen"] for r in runs)
         cpu = cpus[p] = statistics.median(r["cpu"] for r in runs)
-        print(f"{p:>9} {wall:>8.2f} {rows / wall:>12,.0f} {values / wall:>13,.0f} {nbytes / wall / 1e6:>8,.0f} "
-              f"{cpu:>7.2f} {max(r['peak_one'] for r in runs) / 2**20:>10.1f} MB "
+        used = f"{p} ({runs[0]['used']})" if runs[0]["used"] != p else str(p)
+        print(f"{used:>9} {wall:>8.2f} {gen:>7.2f} {rows / wall:>12,.0f} {values / wall:>13,.0f} "
+              f"{nbytes / wall / 1e6:>8,.0f} {cpu:>7.2f} {max(r['peak_one'] for r in runs) / 2**20:>10.1f} MB "
               f"{max(r['peak_total'] for r in runs) / 2**20:>11.1f} MB")
     print("seconds: median wall time of the whole command, interpreter start-up and imports included;")
-    print("CPU s: user + system of all its processes.")
+    print("gen s: the generation alone (the command's own figure, after start-up and imports);")
+    print("CPU s: user + system of all its processes; N (M): -j N asked, M processes used.")
+    for p in (p for p in walls if p > 1 and 1 in walls):
+        print(f"-j{p} against -j1: {walls[1] / walls[p]:.2f}x the whole command, "
+              f"{gens[1] / gens[p]:.2f}x the generation alone (goal: 1.8x at -j2 on 2 cores)")
     if not a.no_phases and 1 in cpus:
         phases(a, rows, cpus[1])
 

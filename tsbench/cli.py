@@ -135,8 +135,9 @@ def generate(use_case, scale, start, end, interval, seed, fmt, output, compress,
             if m:
                 t = m["timing"]
                 rate = m["rows"] / t["seconds"] if t["seconds"] else 0
+                procs = f", {t['processes']} processes" if t["processes"] > 1 else ""
                 click.echo(f"{m['rows']:,} rows, {m['values']:,} values, {m['bytes']:,} bytes "
-                           f"in {t['seconds']:.2f} s ({rate:,.0f} rows/s)", err=True)
+                           f"in {t['seconds']:.2f} s ({rate:,.0f} rows/s{procs})", err=True)
 
 
 @cli.command()
