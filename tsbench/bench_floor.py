@@ -4,10 +4,12 @@ against. The batches are cut by the C core (BatchReader, the same rows per batch
 load) and copied into memory before the clock starts; then N workers post them as they
 are (or gzip'd by zlib at a level) over keep-alive connections, and nothing else: no
 counters, no backoff, no progress. Two clients: aiohttp (N tasks on one event loop, as
-the load) and blocking http.client (N threads).
+the load) and blocking http.client (N threads). With --cut-live the batches are cut in the
+timed part instead, as the load cuts them (views of the memory-mapped file): the floor of a
+client that must read and count its file too.
 
     python -m tsbench.bench_floor FILE URL --workers 2 --batch-size 10000 [--gzip-level 6]
-        [--client aiohttp|blocking]
+        [--client aiohttp|blocking] [--cut-live]
 
 prints one JSON line: rows, values, bytes (uncompressed), wire_bytes, seconds, client_cpu_seconds,
 and the sink's own row count."""
@@ -31,10 +33,12 @@ from .batches import BatchReader
 from .datafile import open_datafile
 
 
-def cut(path: str, batch_size: int) -> list[tuple[bytes, int, int]]:
-    """Every batch of the data file as (bytes, rows, values), in memory (untimed)."""
+def cut(path: str, batch_size: int, live: bool = False):
+    """The data file's batches as (data, rows, values): copied into memory now (untimed), or
+    (live) an iterator that cuts them from the mapped file as they are taken."""
     df = open_datafile(path)
-    return [(bytes(b.data), b.rows, b.values) for b in BatchReader(df.path, df.format, batch_size, df.compression)]
+    batches = ((b.data, b.rows, b.values) for b in BatchReader(df.path, df.format, batch_size, df.compression))
+    return batches if live else [(bytes(d), r, v) for d, r, v in batches]
 
 
 def _cpu() -> float:
@@ -45,8 +49,10 @@ def _cpu() -> float:
 class Poster:
     """What every client shares: the batches to take in turn, the body of each, the wire bytes."""
 
-    def __init__(self, batches: list[tuple[bytes, int, int]], level: int | None):
-        self._next = iter(batches).__next__      # thread-safe under the GIL
+    def __init__(self, batches, level: int | None):
+        self._next = iter(batches).__next__
+        self._lock = threading.Lock()            # a generator is taken from one thread at a time
+        self.rows = self.values = self.bytes = 0
         self.level = level
         self.headers = {"Content-Type": "text/plain; charset=utf-8"}
         if level:
@@ -55,14 +61,18 @@ class Poster:
 
     def take(self) -> bytes | None:
         """The next batch's data, None when all are taken."""
-        try:
-            return self._next()[0]
-        except StopIteration:
-            return None
+        with self._lock:
+            try:
+                data, rows, values = self._next()
+            except StopIteration:
+                return None
+            self.rows, self.values, self.bytes = self.rows + rows, self.values + values, self.bytes + len(data)
+        return data
 
     def body(self, data: bytes) -> bytes:
         body = zlib.compress(data, self.level, wbits=31) if self.level else data
-        self.wire_bytes += len(body)
+        with self._lock:
+            self.wire_bytes += len(body)
         return body
 
 
@@ -105,10 +115,11 @@ def _sink(url: str, path: str, method: str = "GET") -> dict:
     return json.loads(body) if body else {}
 
 
-def measure(path: str, url: str, workers: int, batch_size: int, level: int | None, client: str) -> dict:
-    """Cut (untimed), reset the sink, post every batch (timed: wall and CPU seconds), count."""
-    batches = cut(path, batch_size)
-    p = Poster(batches, level)
+def measure(path: str, url: str, workers: int, batch_size: int, level: int | None, client: str,
+            live: bool = False) -> dict:
+    """Cut (untimed unless live), reset the sink, post every batch (timed: wall and CPU
+    seconds), count."""
+    p = Poster(cut(path, batch_size, live), level)
     _sink(url, "/reset", "POST")
     t0, c0 = time.perf_counter(), _cpu()
     if client == "aiohttp":
@@ -116,8 +127,7 @@ def measure(path: str, url: str, workers: int, batch_size: int, level: int | Non
     else:
         post_blocking(url, p, workers)
     seconds, cpu = time.perf_counter() - t0, _cpu() - c0
-    return {"client": client, "rows": sum(b[1] for b in batches), "values": sum(b[2] for b in batches),
-            "bytes": sum(len(b[0]) for b in batches),
+    return {"client": client + ("+cut" if live else ""), "rows": p.rows, "values": p.values, "bytes": p.bytes,
             "wire_bytes": p.wire_bytes, "seconds": seconds, "client_cpu_seconds": cpu,
             "sink_rows": _sink(url, "/count")["rows"]}
 
@@ -130,8 +140,10 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=10_000)
     ap.add_argument("--gzip-level", type=int, default=None)
     ap.add_argument("--client", choices=("aiohttp", "blocking"), default="aiohttp")
+    ap.add_argument("--cut-live", action="store_true", help="Cut the batches in the timed part, as the load does.")
     a = ap.parse_args()
-    print(json.dumps(measure(a.file, a.url.rstrip("/"), a.workers, a.batch_size, a.gzip_level, a.client)))
+    print(json.dumps(measure(a.file, a.url.rstrip("/"), a.workers, a.batch_size, a.gzip_level, a.client,
+                             a.cut_live)))
 
 
 if __name__ == "__main__":

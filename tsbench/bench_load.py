@@ -10,8 +10,10 @@ Prints rows/s, client and server CPU seconds and their ratio, and client CPU sec
 of data (uncompressed), medians over runs. The null-http cases (null-http-gzip: -O
 gzip=true) post to one sink started here, and beside each go the wire's floor in the same
 run (bench_floor.py: the same batches cut in advance, posted by a bare aiohttp client and
-by blocking http.client threads, the same workers and gzip level) and tsbench's rows/s and
-client CPU seconds over the best floor's. Figures come from here, never from timed tests."""
+by blocking http.client threads, the same workers and gzip level; and the blocking client
+again cutting them in the timed part, as the load must) and tsbench's rows/s and client
+CPU seconds over the best pre-cut floor's and over the cutting floor's. Figures come from
+here, never from timed tests."""
 
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ for _w in (2, 4):
     for _t in ("questdb", "clickhouse", "iotdb"):
         CASES[f"{_t}-w{_w}"] = (_t, "3h", ["-w", str(_w), "-b", "10000"])
 FLOOR_OF = {"null-http": None, "null-http-gzip": GZIP_LEVEL}    # cases beside the floor: their gzip level
-FLOOR_CLIENTS = ("aiohttp", "blocking")
+FLOOR_CLIENTS = (("aiohttp", False), ("blocking", False), ("blocking", True))   # (client, cut in the timing)
 ENDS = {"day": "2016-01-02T00:00:00Z", "6h": "2016-01-01T06:00:00Z", "3h": "2016-01-01T03:00:00Z"}
 
 
@@ -84,14 +86,15 @@ def _cpu_of(sink) -> float:
     return t.user + t.system
 
 
-def _floor(path: str, sink, extra: list[str], level: int | None, client: str) -> dict:
+def _floor(path: str, sink, extra: list[str], level: int | None, client: str, live: bool) -> dict:
     """One floor run (bench_floor.py in a subprocess) with the load's workers and batch size,
     in the load summary's keys."""
     w = extra[extra.index("-w") + 1] if "-w" in extra else "4"
     b = extra[extra.index("-b") + 1] if "-b" in extra else "10000"
     cpu0 = _cpu_of(sink)
     p = subprocess.run([sys.executable, "-m", "tsbench.bench_floor", path, sink.url, "--workers", w,
-                        "--batch-size", b, "--client", client, *(["--gzip-level", str(level)] if level else [])],
+                        "--batch-size", b, "--client", client, *(["--gzip-level", str(level)] if level else []),
+                        *(["--cut-live"] if live else [])],
                        capture_output=True)
     if p.returncode != 0:
         raise SystemExit(f"floor ({client}) failed: {p.stderr.decode().strip()}")
@@ -119,13 +122,17 @@ def _line(name: str, runs: list[dict]) -> dict:
 
 
 def _beside_floor(name: str, path: str, sink, extra: list[str], runs: int, load: dict) -> None:
-    """The floor clients' lines after a null-http case, and tsbench over the best floor."""
-    floors = [_line(f"floor-{c}", [_floor(path, sink, extra, FLOOR_OF[name], c) for _ in range(runs)])
-              for c in FLOOR_CLIENTS]
-    best_rate = max(f["rows_per_s"] for f in floors)
-    best_cpu = min(f["client_cpu_seconds"] for f in floors)
-    print(f"{'':>20} {name} over the floor: rows/s x{load['rows_per_s'] / best_rate:.2f} of the fastest floor, "
-          f"client CPU s x{load['client_cpu_seconds'] / best_cpu:.2f} of the thriftiest")
+    """The floor clients' lines after a null-http case, and tsbench over the best floor of
+    pre-cut batches and over the floor that cuts them in the timing as the load does."""
+    floors = {(c, live): _line(f"floor-{c}{'+cut' if live else ''}",
+                               [_floor(path, sink, extra, FLOOR_OF[name], c, live) for _ in range(runs)])
+              for c, live in FLOOR_CLIENTS}
+    pre = [f for (_, live), f in floors.items() if not live]
+    cut = floors[("blocking", True)]
+    print(f"{'':>20} {name} over the floor: rows/s x{load['rows_per_s'] / max(f['rows_per_s'] for f in pre):.2f} "
+          f"of the fastest pre-cut floor, client CPU s x{load['client_cpu_seconds'] / min(f['client_cpu_seconds'] for f in pre):.2f} "
+          f"of the thriftiest; over floor-blocking+cut: rows/s x{load['rows_per_s'] / cut['rows_per_s']:.2f}, "
+          f"client CPU s x{load['client_cpu_seconds'] / cut['client_cpu_seconds']:.2f}")
 
 
 def main() -> None:
