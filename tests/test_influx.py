@@ -118,6 +118,32 @@ def test_load_counts_and_values(server, datafiles, uc, checks):
         assert got[c] == rows, c                     # exact: same doubles, same integers
 
 
+def test_gzip_bodies_load_every_value(server, datafiles):
+    """-O gzip=true: InfluxDB inflates the gzip'd line protocol; every value is there, exactly."""
+    df = datafiles["devops"]
+    tables = df.tables()
+    checks = [("cpu", "usage_user", 3), ("diskio", "write_bytes", 7)]
+    want = expected(df, checks)
+
+    async def go():
+        t = await opened(server.url, database="gzipped", gzip=True, gzip_level=1)
+        try:
+            assert t._gzip.headers["Content-Encoding"] == "gzip" and t._gzip.level == 1
+            await t.create(tables, "drop")
+            await load(t, df.path.read_bytes(), lines=5000, workers=2)
+            await t.flush()
+            return await t.count(tables), {c: await read_back(t, c[0], c[1], want[c][0], tables) for c in checks}
+        finally:
+            await t.close()
+
+    counted, got = run(go())
+    assert counted == df.values
+    for c in checks:
+        assert got[c] == want[c][1], c
+    with pytest.raises(UserError, match="gzip is a v1 /write setting"):
+        InfluxTarget(server.url, {"gzip": True, "api": "v2"})
+
+
 def one_table():
     from tsbench.model import Column, Table, Tables
 

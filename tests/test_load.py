@@ -77,6 +77,61 @@ def test_null_http_sink_local(data):
     assert r.verified and r.counted == df.rows and r.backoffs == 0
 
 
+def _sink_state(url: str) -> dict:
+    import urllib.request
+
+    with urllib.request.urlopen(url + "/count") as r:
+        return json.loads(r.read())
+
+
+@pytest.mark.parametrize("gzip", [False, True])
+def test_null_http_sink_counts_gzip_bodies(data, tmp_path, gzip):
+    """-O gzip=true: every request reaches the sink gzip'd (smaller on the wire), and the
+    lines it inflates count to the file's rows; without it, none is gzip'd."""
+    from tsbench.databases.null.server import NullHttpServer
+
+    df = data["devops.lp"]
+    with NullHttpServer(name=f"test-gzip-sink-{os.getpid()}", instance_dir=tmp_path / "sink") as srv:
+        r = _load("null-http", df, server=srv.url, options={"gzip": gzip}, workers=2, batch_size=5000)
+        s = _sink_state(srv.url)
+    assert r.verified and r.counted == df.rows == s["rows"] and s["bytes"] == df.bytes
+    assert s["gzip_requests"] == (s["requests"] if gzip else 0) and s["requests"] == r.batches
+    assert (s["wire_bytes"] < df.bytes / 3) if gzip else (s["wire_bytes"] == df.bytes)
+
+
+@pytest.mark.parametrize("level", [1, 6, 9])
+def test_a_gzip_body_is_the_gzip_of_the_batch_at_the_chosen_level(level):
+    import gzip
+    import zlib
+
+    from tsbench.databases.http import GZIP_LEVEL, Gzip, GzipOption
+
+    data = memoryview(b"cpu,hostname=host_0 usage_user=58.1,usage_system=2.25 1451606400000000000\n" * 500)
+    g = Gzip(GzipOption(gzip=True, gzip_level=level), {"Content-Type": "text/plain"})
+    body = asyncio.run(g.body(data))
+    assert body[:2] == b"\x1f\x8b" and gzip.decompress(body) == data
+    assert body == zlib.compress(data, level, wbits=31)
+    assert body != zlib.compress(data, 1 if level != 1 else 9, wbits=31)      # the level tells
+    assert g.headers == {"Content-Type": "text/plain", "Content-Encoding": "gzip"}
+    plain = Gzip(GzipOption())
+    assert asyncio.run(plain.body(data)) is data and "Content-Encoding" not in plain.headers
+    assert GzipOption(gzip=True).gzip_level == GZIP_LEVEL == 6
+
+
+def test_gzip_options_refused_in_one_line(data):
+    f = str(data["devops.lp"].path)
+    _one_line_error(run_cli("load", f, "-t", "null-http", "-O", "gzip=true", "-O", "gzip_level=10", check=False),
+                    r"option gzip_level: Input should be less than or equal to 9")
+    _one_line_error(run_cli("load", f, "-t", "null-http", "-O", "gzip=true", "-O", "gzip_level=0", check=False),
+                    r"option gzip_level: Input should be greater than or equal to 1")
+    _one_line_error(run_cli("load", f, "-t", "null-http", "-O", "gzip_level=3", check=False),
+                    r"gzip_level needs gzip=true")
+    _one_line_error(run_cli("load", f, "-t", "null", "-O", "gzip=true", check=False),
+                    r"^tsbench: error: target null: option gzip: null cannot gzip its request bodies")
+    _one_line_error(run_cli("load", f, "-t", "duckdb", "-O", "gzip=true", "-O", "gzip_level=1", check=False),
+                    r"target duckdb: option gzip: duckdb cannot gzip")
+
+
 def test_push_back_is_retried_with_backoff(data):
     df = data["devops.lp"]
     with FaultServer() as fs:

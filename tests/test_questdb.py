@@ -146,6 +146,18 @@ def test_load_makes_wal_tables_of_the_dataset_types_and_settled_files(server, de
     assert 0 < res.own_disk_bytes < 8 * devops.bytes
 
 
+def test_gzip_bodies_load_every_row(server, devops):
+    """-O gzip=true: QuestDB's /write inflates the gzip'd line protocol; the count is verified
+    (load_into) and every table holds its rows."""
+    assert QuestDbTarget(server.url, {"gzip": True})._gzip.headers["Content-Encoding"] == "gzip"
+    res = load_into("questdb", server.url, devops, {"gzip": True, "gzip_level": 1})
+    assert res.counted == devops.rows
+
+    async def go(t):
+        return sum([await t._count(x.name) for x in devops.tables()])
+    assert _run(server.url, go) == devops.rows
+
+
 def test_compaction_waits_until_replaced_partition_versions_are_deleted(server, devops):
     """A partition version the table no longer lists (what a squash leaves when its VACUUM
     ran before the squash was applied; here one appears right after compaction's first

@@ -115,12 +115,12 @@ async def _open(vm, **options) -> VictoriaMetricsTarget:
     return t
 
 
-def load_and_verify(vm, df, reads: list[tuple[str, str]]):
+def load_and_verify(vm, df, reads: list[tuple[str, str]], **options):
     tables = df.tables()
     data = df.path.read_bytes()
 
     async def go():
-        t = await _open(vm)
+        t = await _open(vm, **options)
         try:
             await t.create(tables, "drop")
             assert await load(t, data) == df.rows
@@ -160,6 +160,13 @@ def test_devops_load_count_and_values(vm, tmp_path):
 def test_cpu_only_load_count_and_values(vm, tmp_path):
     df = generate(tmp_path, "cpu-only")
     load_and_verify(vm, df, [("cpu", "usage_user"), ("cpu", "usage_idle")])
+
+
+def test_gzip_bodies_load_count_and_values(vm, tmp_path):
+    """-O gzip=true: VictoriaMetrics inflates the gzip'd line protocol; every sample, exactly."""
+    df = generate(tmp_path, "cpu-only")
+    assert VictoriaMetricsTarget(vm.url, {"gzip": True}).gzip.headers["Content-Encoding"] == "gzip"
+    load_and_verify(vm, df, [("cpu", "usage_user"), ("cpu", "usage_idle")], gzip=True, gzip_level=9)
 
 
 def test_refused_write_is_fatal_with_the_servers_words(vm):

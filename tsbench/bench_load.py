@@ -6,11 +6,19 @@ rows), OpenSearch (both seed templates; the default one also through opensearch-
 client=library), Cassandra (both schemas) and the MongoDB stand-in
 (mongo-java-server), OpenTSDB, QuestDB, ClickHouse (in-process chDB) and IoTDB
 with 2 and 4 workers on the first 3 hours (972,000 rows).
-Prints rows/s, client and server CPU seconds and their ratio, medians over runs. Figures come from here, never from timed tests."""
+Prints rows/s, client and server CPU seconds and their ratio, and client CPU seconds per MB
+of data (uncompressed), medians over runs. The null-http cases (null-http-gzip: -O
+gzip=true) post to one sink started here, and beside each go the wire's floor in the same
+run (bench_floor.py: the same batches cut in advance, posted by a bare aiohttp client and
+by blocking http.client threads, the same workers and gzip level; and the blocking client
+again cutting them in the timed part, as the load must) and tsbench's rows/s and client
+CPU seconds over the best pre-cut floor's and over the cutting floor's. Figures come from
+here, never from timed tests."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -18,13 +26,17 @@ import subprocess
 import sys
 import tempfile
 
+import psutil
+
 from . import databases
+from .databases.http import GZIP_LEVEL
 
 CASES = {
     # name: (target, data file key, extra load args); the file in the target's format (csv for null-csv)
     "null": ("null", "day", []),
     "null-csv": ("null", "3h", ["-w", "2", "-b", "10000"]),
     "null-http": ("null-http", "day", ["-w", "2"]),
+    "null-http-gzip": ("null-http", "day", ["-w", "2", "-O", "gzip=true"]),
     "influx": ("influx", "6h", ["-w", "2", "-b", "10000"]),
     "victoriametrics": ("victoriametrics", "6h", ["-w", "2", "-b", "10000"]),
 }
@@ -39,6 +51,8 @@ for _w in (2, 4):
     CASES[f"opentsdb-w{_w}"] = ("opentsdb", "3h", ["-w", str(_w), "-b", "10000"])
     for _t in ("questdb", "clickhouse", "iotdb"):
         CASES[f"{_t}-w{_w}"] = (_t, "3h", ["-w", str(_w), "-b", "10000"])
+FLOOR_OF = {"null-http": None, "null-http-gzip": GZIP_LEVEL}    # cases beside the floor: their gzip level
+FLOOR_CLIENTS = (("aiohttp", False), ("blocking", False), ("blocking", True))   # (client, cut in the timing)
 ENDS = {"day": "2016-01-02T00:00:00Z", "6h": "2016-01-01T06:00:00Z", "3h": "2016-01-01T03:00:00Z"}
 
 
@@ -50,13 +64,75 @@ def _generate(d: str, key: str, scale: int, fmt: str) -> str:
     return path
 
 
-def _run(path: str, target: str, extra: list[str], d: str) -> dict:
+def _run(path: str, target: str, extra: list[str], d: str, sink=None) -> dict:
+    """One load (into the shared sink if given, its CPU seconds as the server's)."""
     out = os.path.join(d, "summary.json")
-    p = subprocess.run([sys.executable, "-m", "tsbench", "load", path, "-t", target, "-q", "--json", out, *extra],
-                       capture_output=True)
+    where = ["-s", sink.url] if sink is not None else []
+    cpu0 = _cpu_of(sink)
+    p = subprocess.run([sys.executable, "-m", "tsbench", "load", path, "-t", target, "-q", "--json", out,
+                        *where, *extra], capture_output=True)
     if p.returncode != 0:
         raise SystemExit(f"load into {target} failed: {p.stderr.decode().strip()}")
-    return json.load(open(out))
+    s = json.load(open(out))
+    if sink is not None:
+        s["server_cpu_seconds"] = _cpu_of(sink) - cpu0
+    return s
+
+
+def _cpu_of(sink) -> float:
+    if sink is None:
+        return 0.0
+    t = psutil.Process(sink.pids()[0]).cpu_times()
+    return t.user + t.system
+
+
+def _floor(path: str, sink, extra: list[str], level: int | None, client: str, live: bool) -> dict:
+    """One floor run (bench_floor.py in a subprocess) with the load's workers and batch size,
+    in the load summary's keys."""
+    w = extra[extra.index("-w") + 1] if "-w" in extra else "4"
+    b = extra[extra.index("-b") + 1] if "-b" in extra else "10000"
+    cpu0 = _cpu_of(sink)
+    p = subprocess.run([sys.executable, "-m", "tsbench.bench_floor", path, sink.url, "--workers", w,
+                        "--batch-size", b, "--client", client, *(["--gzip-level", str(level)] if level else []),
+                        *(["--cut-live"] if live else [])],
+                       capture_output=True)
+    if p.returncode != 0:
+        raise SystemExit(f"floor ({client}) failed: {p.stderr.decode().strip()}")
+    f = json.loads(p.stdout)
+    if f["sink_rows"] != f["rows"]:
+        raise SystemExit(f"floor ({client}): the sink counted {f['sink_rows']:,} rows of {f['rows']:,}")
+    s = f["seconds"]
+    return {**f, "rows_per_s": f["rows"] / s, "values_per_s": f["values"] / s, "mb_per_s": f["bytes"] / s / 1e6,
+            "client_cpu_s_per_mb": f["client_cpu_seconds"] / (f["bytes"] / 1e6), "backoffs": 0,
+            "server_cpu_seconds": _cpu_of(sink) - cpu0}
+
+
+def _line(name: str, runs: list[dict]) -> dict:
+    """Print one case's medians; return them."""
+    med = {k: statistics.median(r[k] for r in runs) for k in
+           ("seconds", "rows_per_s", "values_per_s", "mb_per_s", "client_cpu_seconds", "client_cpu_s_per_mb",
+            "backoffs")}
+    scpu = [r["server_cpu_seconds"] for r in runs if r["server_cpu_seconds"] is not None]
+    server = statistics.median(scpu) if scpu else float("nan")
+    ratio = f"{med['client_cpu_seconds'] / server:.0%}" if scpu and server > 0 else "-"
+    print(f"{name:>20} {runs[0]['rows']:>10,} {med['seconds']:>8.2f} {med['rows_per_s']:>11,.0f} "
+          f"{med['values_per_s']:>12,.0f} {med['mb_per_s']:>7,.0f} {med['client_cpu_seconds']:>12.2f} "
+          f"{med['client_cpu_s_per_mb']:>9.4f} {server:>12.2f} {ratio:>13} {med['backoffs']:>8.0f}")
+    return med
+
+
+def _beside_floor(name: str, path: str, sink, extra: list[str], runs: int, load: dict) -> None:
+    """The floor clients' lines after a null-http case, and tsbench over the best floor of
+    pre-cut batches and over the floor that cuts them in the timing as the load does."""
+    floors = {(c, live): _line(f"floor-{c}{'+cut' if live else ''}",
+                               [_floor(path, sink, extra, FLOOR_OF[name], c, live) for _ in range(runs)])
+              for c, live in FLOOR_CLIENTS}
+    pre = [f for (_, live), f in floors.items() if not live]
+    cut = floors[("blocking", True)]
+    print(f"{'':>20} {name} over the floor: rows/s x{load['rows_per_s'] / max(f['rows_per_s'] for f in pre):.2f} "
+          f"of the fastest pre-cut floor, client CPU s x{load['client_cpu_seconds'] / min(f['client_cpu_seconds'] for f in pre):.2f} "
+          f"of the thriftiest; over floor-blocking+cut: rows/s x{load['rows_per_s'] / cut['rows_per_s']:.2f}, "
+          f"client CPU s x{load['client_cpu_seconds'] / cut['client_cpu_seconds']:.2f}")
 
 
 def main() -> None:
@@ -69,21 +145,24 @@ def main() -> None:
     d = a.data_dir or tempfile.mkdtemp(prefix="tsbench-bench-")
     os.makedirs(d, exist_ok=True)
     print(f"devops {a.scale} hosts, seed 123; {a.runs} runs each, medians; CPU s = user + system during the "
-          f"timed load")
+          f"timed load; CPU s/MB: client CPU s per MB of data (uncompressed)")
     print(f"{'case':>20} {'rows':>10} {'seconds':>8} {'rows/s':>11} {'values/s':>12} {'MB/s':>7} "
-          f"{'client CPU s':>12} {'server CPU s':>12} {'client/server':>13} {'backoffs':>8}")
-    for name in a.cases.split(","):
-        target, key, extra = CASES[name]
-        fmt = "csv" if name == "null-csv" or databases.target_class(target).format == "csv" else "influx"
-        path = _generate(d, key, a.scale, fmt)
-        runs = [_run(path, target, extra, d) for _ in range(a.runs)]
-        med = lambda k: statistics.median(r[k] for r in runs)  # noqa: E731
-        scpu = [r["server_cpu_seconds"] for r in runs if r["server_cpu_seconds"] is not None]
-        server = statistics.median(scpu) if scpu else float("nan")
-        ratio = f"{med('client_cpu_seconds') / server:.0%}" if scpu and server > 0 else "-"
-        print(f"{name:>20} {runs[0]['rows']:>10,} {med('seconds'):>8.2f} {med('rows_per_s'):>11,.0f} "
-              f"{med('values_per_s'):>12,.0f} {med('mb_per_s'):>7,.0f} {med('client_cpu_seconds'):>12.2f} "
-              f"{server:>12.2f} {ratio:>13} {med('backoffs'):>8.0f}")
+          f"{'client CPU s':>12} {'CPU s/MB':>9} {'server CPU s':>12} {'client/server':>13} {'backoffs':>8}")
+    names = a.cases.split(",")
+    sink = databases.server_class("null-http")(name=f"bench-load-sink-{os.getpid()}", instance_dir=d + "/sink") \
+        if any(n in FLOOR_OF for n in names) else None
+    with sink or contextlib.nullcontext():
+        for name in names:
+            _case(name, a, d, sink if name in FLOOR_OF else None)
+
+
+def _case(name: str, a, d: str, sink) -> None:
+    target, key, extra = CASES[name]
+    fmt = "csv" if name == "null-csv" or databases.target_class(target).format == "csv" else "influx"
+    path = _generate(d, key, a.scale, fmt)
+    load = _line(name, [_run(path, target, extra, d, sink) for _ in range(a.runs)])
+    if sink is not None:
+        _beside_floor(name, path, sink, extra, a.runs, load)
 
 
 if __name__ == "__main__":

@@ -309,7 +309,7 @@ def _print_load(s: dict, srv) -> None:
         f"loaded {s['rows']:,} rows, {s['values']:,} values, {s['bytes'] / 1e6:,.1f} MB into {s['target']} "
         f"({s['server_version'] or 'in-process'}) in {s['seconds']:.2f} s",
         f"  {s['rows_per_s']:,.0f} rows/s, {s['values_per_s']:,.0f} values/s, {s['mb_per_s']:,.1f} MB/s; "
-        f"client CPU {s['client_cpu_seconds']:.2f} s"
+        f"client CPU {s['client_cpu_seconds']:.2f} s ({s['client_cpu_s_per_mb'] or 0:.4f} s per MB of data)"
         + (f", server CPU {s['server_cpu_seconds']:.2f} s" if s["server_cpu_seconds"] is not None else "")
         + f"; {s['workers']} workers x {s['batch_size']:,} rows"
         + (f" x {s['processes']} processes" if s["processes"] > 1 else ""),

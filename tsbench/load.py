@@ -101,6 +101,7 @@ class LoadResult:
             "values_per_s": self.rate(self.values),
             "mb_per_s": round(self.bytes / s / 1e6, 2) if self.seconds else None,
             "client_cpu_seconds": round(self.client_cpu_seconds, 3),
+            "client_cpu_s_per_mb": round(self.client_cpu_seconds / (self.bytes / 1e6), 4) if self.bytes else None,
             "server_cpu_seconds": None if self.server_cpu_seconds is None else round(self.server_cpu_seconds, 3),
             "backoffs": self.backoffs, "backoff_seconds": round(self.backoff_seconds, 3),
             "verify": {"unit": self.count_unit, "expected": self.expected, "counted": self.counted,

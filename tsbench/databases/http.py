@@ -2,20 +2,29 @@
 one aiohttp session per target, server push-back mapped to Retryable, other
 refusals to Fatal with the server's own words) and the timed query request
 (phase 4: keep-alive connections opened before the timer, the time to the first
-and last byte of the body, a connection opened during a request timed apart)."""
+and last byte of the body, a connection opened during a request timed apart), and
+the gzip option of the targets that post text bodies (GzipOption, Gzip: each batch
+compressed in the load worker that sends it, by zlib in C)."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
+import socket
 import time
+import zlib
 from dataclasses import dataclass
 
 import aiohttp
+from pydantic import BaseModel, Field, model_validator
 
 from ..errors import UserError
 from ..errors import Fatal, Retryable
 
 PUSHBACK_STATUS = frozenset({429, 502, 503, 504})
+GZIP_LEVEL = 6             # zlib's default level, and Go's: what TSBS's loaders send
+UNJOIN_BYTES = 1 << 16     # bodies this big go after the headers in writes of their own (_Unjoined)
+SEND_BUFFER = 4 << 20      # bytes asked of SO_SNDBUF (Linux doubles it; capped by net.core.wmem_max)
 KEEPALIVE_S = 300.0        # idle keep-alive connections kept this long (aiohttp's default: 15 s)
 
 
@@ -29,6 +38,60 @@ def batch_answer(what: str, status: int, body: bytes, pushback_words: tuple[str,
     if status in PUSHBACK_STATUS or any(w in text for w in pushback_words):
         raise Retryable(msg)
     raise Fatal(msg)
+
+
+class _Unjoined(aiohttp.BytesPayload):
+    """A batch's body sent in a write of its own after the request's headers. aiohttp joins
+    the headers and the first piece of a body into one bytes object before Python 3.12.9
+    (no safe writelines): a copy of every batch into fresh memory, the dearest step of
+    the write path after the kernel's own copy."""
+
+    async def write(self, writer) -> None:
+        await self.write_with_length(writer, None)
+
+    async def write_with_length(self, writer, content_length) -> None:
+        await writer.write(b"")              # the buffered headers go alone
+        data = self._value if content_length is None else self._value[:content_length]
+        await writer.write(data)
+
+
+def wire_body(data):
+    """What HttpClient.post hands aiohttp: a big bytes-like body unjoined, anything else as it is."""
+    if isinstance(data, (bytes, bytearray, memoryview)) and len(data) >= UNJOIN_BYTES:
+        return _Unjoined(data)
+    return data
+
+
+class GzipOption(BaseModel):
+    """-O gzip=true: request bodies gzip'd (Content-Encoding: gzip) at -O gzip_level=N,
+    1 (fastest) to 9 (smallest); mixed into the options of targets whose server takes them."""
+
+    gzip: bool = False
+    gzip_level: int = Field(GZIP_LEVEL, ge=1, le=9)
+
+    @model_validator(mode="after")
+    def _level_needs_gzip(self):
+        if "gzip_level" in self.model_fields_set and "gzip" not in self.model_fields_set:
+            raise ValueError("gzip_level needs gzip=true")
+        return self
+
+
+class Gzip:
+    """A target's request bodies as its gzip option says: body(data) gzip'd at the level (a
+    whole gzip member, mtime 0) or as it is; headers with Content-Encoding: gzip if so."""
+
+    def __init__(self, options: GzipOption, headers: dict[str, str] | None = None):
+        self.level = options.gzip_level if options.gzip else None
+        self.headers = dict(headers or {})
+        if self.level is not None:
+            self.headers["Content-Encoding"] = "gzip"
+
+    async def body(self, data):
+        """data as it goes on the wire: gzip'd in a thread of the event loop's pool (zlib lets
+        go of the GIL while it deflates, so the workers' batches compress side by side)."""
+        if self.level is None:
+            return data
+        return await asyncio.to_thread(zlib.compress, data, self.level, wbits=31)
 
 
 @dataclass
@@ -72,7 +135,8 @@ class HttpClient:
 
     async def open(self, probe_path: str | None = None) -> None:
         self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=self._limit, force_close=False, keepalive_timeout=KEEPALIVE_S),
+            connector=aiohttp.TCPConnector(limit=self._limit, force_close=False, keepalive_timeout=KEEPALIVE_S,
+                                           **_SOCKET_FACTORY),
             timeout=aiohttp.ClientTimeout(total=self._timeout, sock_connect=10),
             skip_auto_headers=("User-Agent",), auto_decompress=True, trace_configs=[_connect_trace()])
         if probe_path is not None:
@@ -91,7 +155,8 @@ class HttpClient:
     async def post(self, path: str, data, params: dict | None = None, headers: dict | None = None) -> bytes:
         """POST a batch; 2xx returns the body, push-back raises Retryable, else Fatal."""
         try:
-            async with self.session.post(self.base + path, data=data, params=params, headers=headers) as r:
+            async with self.session.post(self.base + path, data=wire_body(data), params=params,
+                                         headers=headers) as r:
                 body = await r.read()
                 status = r.status
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, asyncio.TimeoutError,
@@ -144,6 +209,20 @@ class HttpClient:
         if status >= 300:
             raise Fatal(f"{self.what}: GET {path}: HTTP {status}: {body.decode('utf-8', 'replace').strip()[:500]}")
         return body
+
+
+def _big_send_buffer(addr_info) -> socket.socket:
+    """A client socket whose send buffer holds a whole batch (SEND_BUFFER): the socket takes
+    the body in one send(), and asyncio's transport has no rest to copy into its buffer."""
+    family, type_, proto, _, _ = addr_info
+    sock = socket.socket(family=family, type=type_, proto=proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+    return sock
+
+
+# aiohttp 3.12+ lets the connector make its sockets; before, the kernel's own sizing
+_SOCKET_FACTORY = {"socket_factory": _big_send_buffer} \
+    if "socket_factory" in inspect.signature(aiohttp.TCPConnector).parameters else {}
 
 
 def _reason(exc: BaseException) -> str:

@@ -27,6 +27,7 @@ from ..model import Batch, Tables
 from ..queries.dialect import Dialect
 
 IF_EXISTS = ("abort", "reuse", "drop")
+GZIP_KEYS = ("gzip", "gzip_level")      # http.GzipOption's: only targets whose server takes gzip'd bodies
 
 
 class _DerivedTypes:
@@ -70,6 +71,7 @@ class Target:
     @classmethod
     def parse_options(cls, options: dict[str, Any]) -> BaseModel:
         """The options model of these options (a spread's own, spread.KEYS, set aside)."""
+        cls._check_gzip(options)
         try:
             return cls.options_model(**{k: v for k, v in options.items() if k not in ("spread", "spread_count")})
         except ValidationError as exc:
@@ -79,6 +81,14 @@ class Target:
             known = ", ".join(cls.options_model.model_fields) or "none"
             where = f"option {loc}" if loc else "options"
             raise UserError(f"target {cls.name}: {where}: {msg} (options: {known})") from None
+
+    @classmethod
+    def _check_gzip(cls, options: dict[str, Any]) -> None:
+        """gzip options on a target that cannot send gzip'd request bodies: one clear line."""
+        given = [k for k in GZIP_KEYS if k in options and k not in cls.options_model.model_fields]
+        if given:
+            raise UserError(f"target {cls.name}: option {given[0]}: {cls.name} cannot gzip its request "
+                            f"bodies (only targets that post text over HTTP can: see the README's load section)")
 
     @classmethod
     def local_url(cls, instance_dir) -> str | None:

@@ -3,7 +3,8 @@ precision through the v1 /write endpoint (the shared HttpClient) or the v2
 /api/v2/write endpoint that 1.8 also serves (the influxdb-client package);
 statements through POST /query. count() is in field values. Options consistency
 (v1 /write's write consistency, meant for a cluster) and shard_duration (the
-database is created WITH SHARD DURATION it) are inch's -consistency and -shard-duration.
+database is created WITH SHARD DURATION it) are inch's -consistency and -shard-duration;
+gzip / gzip_level (http.GzipOption, v1 /write only) gzip the line protocol bodies.
 
 Queries: rendered by the dialect of option query_language (influxql.py, the
 default: POST /query, epoch=ns, JSON; or flux.py: POST /api/v2/query,
@@ -22,12 +23,12 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import ConfigDict, Field, SecretStr, model_validator
 
 from ...errors import Fatal, Retryable, UserError
 from ...model import Batch, Tables
 from ...queries.base import Answer
-from ..http import PUSHBACK_STATUS, HttpClient
+from ..http import PUSHBACK_STATUS, Gzip, GzipOption, HttpClient
 from ..target import Target, exists_error
 from .flux import Flux
 from .influxql import InfluxQL
@@ -46,7 +47,7 @@ QUERY_HEADERS = {"influxql": {"Accept-Encoding": "identity", "Content-Type": "ap
 FLUX_DIALECT = {"header": True, "delimiter": ",", "annotations": ["datatype", "group", "default"]}
 
 
-class InfluxOptions(BaseModel):
+class InfluxOptions(GzipOption):
     model_config = ConfigDict(extra="forbid")
     database: str = "tsbench"
     api: Literal["v1", "v2"] = "v1"
@@ -60,6 +61,8 @@ class InfluxOptions(BaseModel):
     def _v1_only(self):
         if self.consistency is not None and self.api != "v1":
             raise ValueError("consistency is a v1 /write setting (api=v1)")
+        if self.gzip and self.api != "v1":
+            raise ValueError("gzip is a v1 /write setting (api=v1; with v2 the influxdb-client library sends)")
         return self
 
 
@@ -103,6 +106,7 @@ class InfluxTarget(Target):
             self._password = pw
             cred = base64.b64encode(f"{o.username}:{pw}".encode()).decode()
             self.headers["Authorization"] = f"Basic {cred}"
+        self._gzip = Gzip(o, {"Content-Type": "text/plain; charset=utf-8", **self.headers})
         self.http: HttpClient | None = None
         self._v2 = None          # (client, write_api) for api v2
         self._query_headers = {lang: {**self.headers, **h} for lang, h in QUERY_HEADERS.items()}
@@ -175,8 +179,8 @@ class InfluxTarget(Target):
     async def write(self, batch: Batch) -> None:
         if self._v2 is not None:
             return await self._write_v2(batch)
-        await self.http.post("/write", batch.data, params=self._write_params,
-                             headers={"Content-Type": "text/plain; charset=utf-8", **self.headers})
+        await self.http.post("/write", await self._gzip.body(batch.data), params=self._write_params,
+                             headers=self._gzip.headers)
 
     async def _write_v2(self, batch: Batch) -> None:
         import aiohttp

@@ -1,20 +1,21 @@
 """Null targets (phase 2): the harness ceiling. `null` discards each batch after
 the client-side work (reading and cutting the file, the workers' hand-off);
 `null-http` posts each batch to a null HTTP sink (server.py) that
-answers 204, to measure the HTTP path without a database."""
+answers 204, to measure the HTTP path without a database (-O gzip=true: the bodies
+gzip'd, the sink counts the lines it inflated)."""
 
 from __future__ import annotations
 
 import json
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ...model import Batch, Tables
 from ..target import Target
-from ..http import HttpClient
+from ..http import Gzip, GzipOption, HttpClient
 
 
-class NullHttpOptions(BaseModel):
+class NullHttpOptions(GzipOption):
     model_config = ConfigDict(extra="forbid")
     timeout: float = 300.0        # seconds per request before it counts as push-back
 
@@ -61,6 +62,7 @@ class NullHttpTarget(Target):
 
     async def open(self) -> None:
         self.http = HttpClient(self.url, f"null-http sink at {self.url}", timeout=self.options.timeout)
+        self.gzip = Gzip(self.options)
         await self.http.open(probe_path="/ping")
 
     async def close(self) -> None:
@@ -70,7 +72,7 @@ class NullHttpTarget(Target):
         await self.http.post("/reset", b"")
 
     async def write(self, batch: Batch) -> None:
-        await self.http.post("/write", batch.data)
+        await self.http.post("/write", await self.gzip.body(batch.data), headers=self.gzip.headers)
 
     async def count(self, tables: Tables) -> int:
         """The sink's lines; a sink that keeps timestamps (the tests' fault server) counts the window."""

@@ -1,6 +1,8 @@
 """The null HTTP sink (phase 2): a tiny local server that answers 204 to every
 POST /write and counts the records it got, so a load through it measures the
-HTTP path alone. Run by tsbench as `python -m tsbench.databases.null.server PORT`."""
+HTTP path alone. A Content-Encoding: gzip body is inflated as it streams in (by
+aiohttp) and counted in lines like any other; /count also says how many requests
+came gzip'd and the bytes on the wire (their Content-Length). Run by tsbench as `python -m tsbench.databases.null.server PORT`."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ class NullHttpServer(Server):
 def main(port: int) -> None:
     from aiohttp import web
 
-    state = {"rows": 0, "bytes": 0, "requests": 0}
+    state = {"rows": 0, "bytes": 0, "requests": 0, "gzip_requests": 0, "wire_bytes": 0}
 
     async def write(request: web.Request) -> web.Response:
         last = b"\n"
@@ -44,10 +46,12 @@ def main(port: int) -> None:
             last = chunk[-1:] or last
         state["rows"] += last != b"\n"
         state["requests"] += 1
+        state["gzip_requests"] += request.headers.get("Content-Encoding", "").lower() == "gzip"
+        state["wire_bytes"] += request.content_length or 0
         return web.Response(status=204)
 
     async def reset(request: web.Request) -> web.Response:
-        state.update(rows=0, bytes=0, requests=0)
+        state.update(dict.fromkeys(state, 0))
         return web.Response(status=204)
 
     async def count(request: web.Request) -> web.Response:

@@ -9,7 +9,8 @@ tables are the server's, named as the measurements.
 Load: each batch is influx line protocol already, which QuestDB ingests
 natively: it is POSTed as it is (no parsing, no Python per row) to QuestDB's
 ILP-over-HTTP endpoint `/write?precision=n` (the dataset's times are ns) by the
-shared HttpClient. The `questdb` client (PyPI, `from questdb import Sender`)
+shared HttpClient (gzip'd with -O gzip=true, http.GzipOption: QuestDB inflates a
+Content-Encoding: gzip body). The `questdb` client (PyPI, `from questdb import Sender`)
 speaks the same ILP over HTTP, but takes rows or DataFrames only: handing it a
 pre-built batch would mean parsing the line protocol back into columns first.
 A request is one transaction; QuestDB answers once the rows are in the table's
@@ -47,12 +48,12 @@ import re
 import time
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ...errors import Fatal, Retryable, UserError
 from ...model import Batch, Table, Tables
 from ...queries.base import Answer, lit, q
-from ..http import HttpClient
+from ..http import Gzip, GzipOption, HttpClient
 from ..server import allocated_bytes, local_state
 from ..target import Target, exists_error
 from .sql import QuestSql
@@ -65,7 +66,7 @@ SETTLE_TIMEOUT = 60.0
 VACUUM_EVERY_S = 2.0                 # VACUUM again while replaced partition versions remain
 
 
-class QuestDbOptions(BaseModel):
+class QuestDbOptions(GzipOption):
     model_config = ConfigDict(extra="forbid")
     partition_by: Literal["HOUR", "DAY", "WEEK", "MONTH", "YEAR"] = "DAY"
     wal_timeout: float = Field(300.0, gt=0)     # seconds flush() waits for the WAL to be applied
@@ -102,6 +103,7 @@ class QuestDbTarget(Target):
         if not self.url:
             raise UserError("target questdb: needs a server: --server local or --server http://HOST:9000")
         self.what = f"questdb at {self.url}"
+        self._gzip = Gzip(self.options, ILP_HEADERS)
         self.http: HttpClient | None = None
         self._tables: Tables | None = None
 
@@ -171,7 +173,8 @@ class QuestDbTarget(Target):
     # ---- load ---------------------------------------------------------------------------
     async def write(self, batch: Batch) -> None:
         try:
-            await self.http.post("/write", batch.data, params={"precision": "n"}, headers=ILP_HEADERS)
+            await self.http.post("/write", await self._gzip.body(batch.data), params={"precision": "n"},
+                                 headers=self._gzip.headers)
         except (Fatal, Retryable) as exc:        # QuestDB's JSON error spans lines
             raise type(exc)(one_line(str(exc))) from None
 

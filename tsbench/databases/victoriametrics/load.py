@@ -2,7 +2,7 @@
 
 Load: influx line protocol batches through POST /write (the shared
 HttpClient), where `cpu usage_user=..` becomes the metric cpu_usage_user
-with the tags as labels. count() is in samples (one per field value), summed
+with the tags as labels (gzip'd with -O gzip=true, http.GzipOption). count() is in samples (one per field value), summed
 by PromQL count_over_time per table and time slice (count.py), so no query
 meets the server's per-query limits.
 
@@ -18,12 +18,12 @@ import math
 import re
 import time
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ...errors import Fatal, UserError
 from ...model import Batch, Tables
 from ...queries.base import Answer
-from ..http import HttpClient, Timed
+from ..http import Gzip, GzipOption, HttpClient, Timed
 from ..target import Target, exists_error
 from .count import count_expr, metric_regex, selector, slices
 from .metricsql import FAR_FUTURE_S, OPTIONAL_FUNCTIONS, AnswerRows, MetricsQL, VMQuery, VMRequest
@@ -32,7 +32,7 @@ COMPACT_TIMEOUT = 1800.0
 QUERY_CONCURRENCY = 2
 
 
-class VictoriaMetricsOptions(BaseModel):
+class VictoriaMetricsOptions(GzipOption):
     model_config = ConfigDict(extra="forbid")
     # Samples one count query may scan: well under the server's -search.maxSamplesPerQuery
     # (1e9) and -search.maxSamplesPerSeries (3e7), and quick enough for -search.maxQueryDuration.
@@ -55,6 +55,8 @@ class VictoriaMetricsTarget(Target):
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
         self.what = f"victoriametrics at {self.url}"
+        # text/plain, never a form type: VM would parse a form body as query args
+        self.gzip = Gzip(self.options, {"Content-Type": "text/plain; charset=utf-8"})
         self.http: HttpClient | None = None
         self.missing_functions: set[str] = set()     # MetricsQL functions this server lacks (open())
 
@@ -99,8 +101,7 @@ class VictoriaMetricsTarget(Target):
 
     # ---- load ---------------------------------------------------------------------------
     async def write(self, batch: Batch) -> None:
-        # text/plain, never a form type: VM would parse a form body as query args
-        await self.http.post("/write", batch.data, headers={"Content-Type": "text/plain; charset=utf-8"})
+        await self.http.post("/write", await self.gzip.body(batch.data), headers=self.gzip.headers)
 
     async def flush(self) -> None:
         await self.http.get_ok("/internal/force_flush")
