@@ -4,7 +4,7 @@
 (load rates and client CPU: null target, null HTTP sink, InfluxDB, VictoriaMetrics),
 `nox -s bench_stream` (stream beside load into the null HTTP sink, and a long run's memory),
 `nox -s bench_cluster` (load from one and two Dask client slots into the null target),
-`nox -s bench_queries` (query latency on InfluxDB next to the server's own time) and
+`nox -s bench_queries` (query latency on InfluxDB next to the server's own time and a bare client), `nox -s bench_memory` (peak PSS of generate and of the reference engine) and
 `nox -s bench_validation` (latencies with and without checking the answers)."""
 
 import statistics
@@ -92,3 +92,11 @@ def bench_validation(session: nox.Session) -> None:
     """devops 100 hosts x 12 h on DuckDB and PostgreSQL, 4 workers: latency with / without validation."""
     session.install("-e", ".")
     session.run("python", "-m", "tsbench.bench_validation", *session.posargs)
+
+
+@nox.session
+def bench_memory(session: nox.Session) -> None:
+    """Peak PSS of generate at 100, 10,000 and 100,000 hosts (-j1, -j2); the reference engine's
+    build seconds and PSS for devops 100 hosts x 1 day, then the same answers from its disk cache."""
+    session.install("-e", ".")
+    session.run("python", "-m", "tsbench.bench_memory", *session.posargs)
