@@ -107,25 +107,13 @@ static inline void put17(char *p, uint64_t f)
     put8(p + 9, lo);
 }
 
-/* Number of '0' characters ending the 17-digit string d (not all zeros). */
-static inline int trailing_zeros17(const char *d)
+/* Number of trailing decimal zeros of f >= 1, by arithmetic: a count read
+   back from the digits just stored would wait for those stores. */
+static inline int trailing_zeros(uint64_t f)
 {
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    /* eight characters at a time: the last character is the top byte */
-    const uint64_t zeros = 0x3030303030303030u;
-    uint64_t w;
-    memcpy(&w, d + 9, 8);
-    w ^= zeros;
-    if (w != 0) return __builtin_clzll(w) >> 3;
-    memcpy(&w, d + 1, 8);
-    w ^= zeros;
-    if (w != 0) return 8 + (__builtin_clzll(w) >> 3);
-    return 16;
-#else
     int n = 0;
-    while (d[16 - n] == '0') n++;
+    for (; f % 10 == 0; f /= 10) n++;
     return n;
-#endif
 }
 
 /* Writes n '0's at p, eight at a time (may write up to 7 more; callers
@@ -155,7 +143,7 @@ static inline char *put_decimal(char *p, uint64_t f, int e)
         p[16] = d[16];                  /* n may be 17 */
         return put_zeros(p + n, e);
     }
-    int tz = trailing_zeros17(buf);     /* drop trailing zeros of f */
+    int tz = trailing_zeros(f);         /* drop trailing zeros of f */
     if (tz > -e) tz = -e;               /* ... but only fractional ones */
     n -= tz;
     e += tz;
