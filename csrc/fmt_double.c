@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fmt_int.h"
 #include "pow10_table.h"
 
 __extension__ typedef unsigned __int128 ts_u128;
@@ -72,15 +73,16 @@ static inline int dec_len(uint64_t f)
     return t + (f >= ts_dbl_pow10[t]);
 }
 
-/* ts_dbl_quads + 4 * i: the four digits of i < 10^4, "0000" to "9999" (40 kB),
-   spelled out by the preprocessor: TS_Qn(s) is the 10^n texts s followed by n
-   more digits, in order, as adjacent string literals. */
+/* ts_digit_quads + 4 * i: the four digits of i < 10^4, "0000" to "9999"
+   (40 kB; declared in fmt_int.h, whose integers use it too, so one copy is
+   cached), spelled out by the preprocessor: TS_Qn(s) is the 10^n texts s
+   followed by n more digits, in order, as adjacent string literals. */
 #define TS_Q1(s) s "0" s "1" s "2" s "3" s "4" s "5" s "6" s "7" s "8" s "9"
 #define TS_Q2(s) TS_Q1(s "0") TS_Q1(s "1") TS_Q1(s "2") TS_Q1(s "3") TS_Q1(s "4") \
                  TS_Q1(s "5") TS_Q1(s "6") TS_Q1(s "7") TS_Q1(s "8") TS_Q1(s "9")
 #define TS_Q3(s) TS_Q2(s "0") TS_Q2(s "1") TS_Q2(s "2") TS_Q2(s "3") TS_Q2(s "4") \
                  TS_Q2(s "5") TS_Q2(s "6") TS_Q2(s "7") TS_Q2(s "8") TS_Q2(s "9")
-static const char ts_dbl_quads[40001] =
+const char ts_digit_quads[40001] =
     TS_Q3("0") TS_Q3("1") TS_Q3("2") TS_Q3("3") TS_Q3("4")
     TS_Q3("5") TS_Q3("6") TS_Q3("7") TS_Q3("8") TS_Q3("9");
 
@@ -88,8 +90,8 @@ static const char ts_dbl_quads[40001] =
 static inline void put8(char *p, uint32_t x)
 {
     uint32_t hi = x / 10000, lo = x % 10000;
-    memcpy(p + 0, ts_dbl_quads + 4 * hi, 4);
-    memcpy(p + 4, ts_dbl_quads + 4 * lo, 4);
+    memcpy(p + 0, ts_digit_quads + 4 * hi, 4);
+    memcpy(p + 4, ts_digit_quads + 4 * lo, 4);
 }
 
 /* Writes f < 10^17 as exactly 17 digits (with leading zeros) at p. */
