@@ -21,29 +21,17 @@
  *   comparisons with integers to be exact.  gen_pow10.py --check proves the
  *   approximation error can never change the outcome.
  *
- * The digits are then laid out positionally, two at a time.
+ * The digits are then laid out positionally, four at a time from a table.
  */
 #include "fmt_double.h"
 
 #include <stdint.h>
 #include <string.h>
 
+#include "fmt_int.h"
 #include "pow10_table.h"
 
 __extension__ typedef unsigned __int128 ts_u128;
-
-static const char ts_dbl_pairs[200] = {
-    '0','0','0','1','0','2','0','3','0','4','0','5','0','6','0','7','0','8','0','9',
-    '1','0','1','1','1','2','1','3','1','4','1','5','1','6','1','7','1','8','1','9',
-    '2','0','2','1','2','2','2','3','2','4','2','5','2','6','2','7','2','8','2','9',
-    '3','0','3','1','3','2','3','3','3','4','3','5','3','6','3','7','3','8','3','9',
-    '4','0','4','1','4','2','4','3','4','4','4','5','4','6','4','7','4','8','4','9',
-    '5','0','5','1','5','2','5','3','5','4','5','5','5','6','5','7','5','8','5','9',
-    '6','0','6','1','6','2','6','3','6','4','6','5','6','6','6','7','6','8','6','9',
-    '7','0','7','1','7','2','7','3','7','4','7','5','7','6','7','7','7','8','7','9',
-    '8','0','8','1','8','2','8','3','8','4','8','5','8','6','8','7','8','8','8','9',
-    '9','0','9','1','9','2','9','3','9','4','9','5','9','6','9','7','9','8','9','9',
-};
 
 static const uint64_t ts_dbl_pow10[20] = {
     1u, 10u, 100u, 1000u, 10000u, 100000u, 1000000u, 10000000u, 100000000u,
@@ -85,14 +73,25 @@ static inline int dec_len(uint64_t f)
     return t + (f >= ts_dbl_pow10[t]);
 }
 
-/* Writes exactly 8 digits of x < 10^8 at p. */
+/* ts_digit_quads + 4 * i: the four digits of i < 10^4, "0000" to "9999"
+   (40 kB; declared in fmt_int.h, whose integers use it too, so one copy is
+   cached), spelled out by the preprocessor: TS_Qn(s) is the 10^n texts s
+   followed by n more digits, in order, as adjacent string literals. */
+#define TS_Q1(s) s "0" s "1" s "2" s "3" s "4" s "5" s "6" s "7" s "8" s "9"
+#define TS_Q2(s) TS_Q1(s "0") TS_Q1(s "1") TS_Q1(s "2") TS_Q1(s "3") TS_Q1(s "4") \
+                 TS_Q1(s "5") TS_Q1(s "6") TS_Q1(s "7") TS_Q1(s "8") TS_Q1(s "9")
+#define TS_Q3(s) TS_Q2(s "0") TS_Q2(s "1") TS_Q2(s "2") TS_Q2(s "3") TS_Q2(s "4") \
+                 TS_Q2(s "5") TS_Q2(s "6") TS_Q2(s "7") TS_Q2(s "8") TS_Q2(s "9")
+const char ts_digit_quads[40001] =
+    TS_Q3("0") TS_Q3("1") TS_Q3("2") TS_Q3("3") TS_Q3("4")
+    TS_Q3("5") TS_Q3("6") TS_Q3("7") TS_Q3("8") TS_Q3("9");
+
+/* Writes exactly 8 digits of x < 10^8 at p, four at a time. */
 static inline void put8(char *p, uint32_t x)
 {
     uint32_t hi = x / 10000, lo = x % 10000;
-    memcpy(p + 0, ts_dbl_pairs + 2 * (hi / 100), 2);
-    memcpy(p + 2, ts_dbl_pairs + 2 * (hi % 100), 2);
-    memcpy(p + 4, ts_dbl_pairs + 2 * (lo / 100), 2);
-    memcpy(p + 6, ts_dbl_pairs + 2 * (lo % 100), 2);
+    memcpy(p + 0, ts_digit_quads + 4 * hi, 4);
+    memcpy(p + 4, ts_digit_quads + 4 * lo, 4);
 }
 
 /* Writes f < 10^17 as exactly 17 digits (with leading zeros) at p. */
@@ -107,25 +106,13 @@ static inline void put17(char *p, uint64_t f)
     put8(p + 9, lo);
 }
 
-/* Number of '0' characters ending the 17-digit string d (not all zeros). */
-static inline int trailing_zeros17(const char *d)
+/* Number of trailing decimal zeros of f >= 1, by arithmetic: a count read
+   back from the digits just stored would wait for those stores. */
+static inline int trailing_zeros(uint64_t f)
 {
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    /* eight characters at a time: the last character is the top byte */
-    const uint64_t zeros = 0x3030303030303030u;
-    uint64_t w;
-    memcpy(&w, d + 9, 8);
-    w ^= zeros;
-    if (w != 0) return __builtin_clzll(w) >> 3;
-    memcpy(&w, d + 1, 8);
-    w ^= zeros;
-    if (w != 0) return 8 + (__builtin_clzll(w) >> 3);
-    return 16;
-#else
     int n = 0;
-    while (d[16 - n] == '0') n++;
+    for (; f % 10 == 0; f /= 10) n++;
     return n;
-#endif
 }
 
 /* Writes n '0's at p, eight at a time (may write up to 7 more; callers
@@ -155,7 +142,7 @@ static inline char *put_decimal(char *p, uint64_t f, int e)
         p[16] = d[16];                  /* n may be 17 */
         return put_zeros(p + n, e);
     }
-    int tz = trailing_zeros17(buf);     /* drop trailing zeros of f */
+    int tz = trailing_zeros(f);         /* drop trailing zeros of f */
     if (tz > -e) tz = -e;               /* ... but only fractional ones */
     n -= tz;
     e += tz;

@@ -12,6 +12,9 @@ static const char ts_digit_pairs[201] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
+/* the four digits of i < 10^4 at ts_digit_quads + 4 * i (in fmt_double.c) */
+extern const char ts_digit_quads[40001];
+
 static inline int ts_count_digits(uint64_t v)
 {
     static const uint64_t pow10[20] = {
@@ -49,19 +52,25 @@ static inline size_t ts_fmt_u64(uint64_t v, char *out)
 }
 
 /* the hot-path writer: the digits go straight to their place (no scratch
- * copy, whose wide re-read of narrow stores would stall), two at a time from
- * the end; 32-bit arithmetic below 2^32 */
+ * copy, whose wide re-read of narrow stores would stall), four then two at a
+ * time from the end; 32-bit arithmetic below 2^32 */
 static inline size_t ts_fmt_u64_wide(uint64_t v, char *out)
 {
     int n = ts_count_digits(v);
     char *p = out + n;
-    while (v >> 32) {
-        unsigned d = (unsigned)(v % 100) * 2;
-        v /= 100;
-        p -= 2;
-        memcpy(p, ts_digit_pairs + d, 2);
+    while (v >> 32) {                     /* four digits a step */
+        uint32_t r = (uint32_t)(v % 10000);
+        v /= 10000;
+        p -= 4;
+        memcpy(p, ts_digit_quads + 4 * r, 4);
     }
     uint32_t w = (uint32_t)v;
+    while (w >= 10000) {                  /* four digits a step */
+        uint32_t r = w % 10000;
+        w /= 10000;
+        p -= 4;
+        memcpy(p, ts_digit_quads + 4 * r, 4);
+    }
     while (w >= 100) {
         unsigned d = (w % 100) * 2;
         w /= 100;

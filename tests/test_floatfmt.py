@@ -74,3 +74,15 @@ def test_positional_forms():
     starts = [0] + ends[:-1].tolist()
     got = [text[a:b].decode() for a, b in zip(starts, ends.tolist())]
     assert got == [c[1] for c in cases]
+
+
+def test_positional_trailing_zeros():
+    """Zeros of the shortest digits: dropped after the point, kept (and added) before it."""
+    cases = [(100.5, "100.5"), (1.5e-5, "0.000015"), (1234567.0, "1234567"), (2.0 ** 60, "1152921504606847000"),
+             (123456789012345680.0, "123456789012345680"), (0.30000000000000004, "0.30000000000000004"),
+             (1000000000000000.1, "1000000000000000.1"), (2.0 ** 53 + 2, "9007199254740994"), (1e-6, "0.000001"),
+             (-250.0, "-250"), (0.0625, "0.0625"), (4503599627370495.5, "4503599627370495.5")]
+    text, ends = format_doubles(np.array([c[0] for c in cases], dtype=np.float64))
+    starts = [0] + ends[:-1].tolist()
+    got = [text[a:b].decode() for a, b in zip(starts, ends.tolist())]
+    assert got == [c[1] for c in cases]
