@@ -345,16 +345,17 @@ def mutated():
     """The mutation, the original and mutated files in both formats, and three references:
     the original data, with the scaled value only, and with both changes."""
     import mutation as mu
+    from tsbench.queries.reference import Reference
 
     d = pathlib.Path(tempfile.mkdtemp(prefix="tsbench-contract-mutation-"))
     ds = resolve(DatasetSpec(**MUTATION_DATASET))
-    orig = session.reference(ds)
+    orig = Reference(ds)             # engines of their own, not the cached answers: two get changed
     m = mu.choose(orig)
     files = {}
     for fmt in ("influx", "csv"):
         generate(ds, fmt, str(d / f"cpu.{fmt}"), show_progress=False)
         files[fmt] = mu.write_mutated(open_datafile(d / f"cpu.{fmt}"), m, d / f"cpu-mutated.{fmt}")
-    scaled, both = session.reference(ds), session.reference(ds)
+    scaled, both = Reference(ds), Reference(ds)
     mu.apply_scale(scaled, m)
     mu.apply_scale(both, m)
     mu.apply_removal(both, m)
