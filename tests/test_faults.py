@@ -150,6 +150,11 @@ def test_a_server_found_stopped_gets_a_short_grace_then_sigkill():
     s = Stubborn(instance_dir="/nonexistent")
     s.proc = proc
     os.kill(proc.pid, signal.SIGSTOP)
+    import psutil
+
+    until = time.monotonic() + 10          # SIGSTOP lands asynchronously: on a busy machine, later
+    while psutil.Process(proc.pid).status() != psutil.STATUS_STOPPED and time.monotonic() < until:
+        time.sleep(0.01)
     t0 = time.monotonic()
     s._terminate(proc.pid)
     took = time.monotonic() - t0

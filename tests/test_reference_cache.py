@@ -63,7 +63,9 @@ def _run(tmp_path, name: str) -> dict:
 
 def test_a_second_run_takes_every_answer_from_the_cache_and_builds_no_engine(tmp_path, cache, monkeypatch):
     first = _run(tmp_path, "r1")
-    assert first["built"] and first["build_seconds"] > 0 and first["pss_added_bytes"] > 0
+    # the PSS the build added: measured, but not asserted positive (the engine's data is on
+    # disk and the process may give back more than the engine keeps)
+    assert first["built"] and first["build_seconds"] > 0 and isinstance(first["pss_added_bytes"], int)
     assert first["hits"] == 0 and first["misses"] >= 6          # the drawn queries and any redraw attempts
     assert first["cache"].startswith(str(cache))
     _no_engine(monkeypatch)
