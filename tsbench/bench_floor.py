@@ -20,17 +20,18 @@ import argparse
 import asyncio
 import http.client
 import json
-import resource
 import threading
 import time
 import urllib.parse
 import urllib.request
 import zlib
+from types import SimpleNamespace
 
 import aiohttp
 
 from .batches import BatchReader
 from .datafile import open_datafile
+from .load import CpuSpent
 
 
 def cut(path: str, batch_size: int, live: bool = False):
@@ -39,11 +40,6 @@ def cut(path: str, batch_size: int, live: bool = False):
     df = open_datafile(path)
     batches = ((b.data, b.rows, b.values) for b in BatchReader(df.path, df.format, batch_size, df.compression))
     return batches if live else [(bytes(d), r, v) for d, r, v in batches]
-
-
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 class Poster:
@@ -121,14 +117,15 @@ def measure(path: str, url: str, workers: int, batch_size: int, level: int | Non
     seconds), count."""
     p = Poster(cut(path, batch_size, live), level)
     _sink(url, "/reset", "POST")
-    t0, c0 = time.perf_counter(), _cpu()
+    t0, spent = time.perf_counter(), CpuSpent(None)
     if client == "aiohttp":
         asyncio.run(post_aiohttp(url, p, workers))
     else:
         post_blocking(url, p, workers)
-    seconds, cpu = time.perf_counter() - t0, _cpu() - c0
+    seconds, cpu = time.perf_counter() - t0, SimpleNamespace()
+    spent.into(cpu)
     return {"client": client + ("+cut" if live else ""), "rows": p.rows, "values": p.values, "bytes": p.bytes,
-            "wire_bytes": p.wire_bytes, "seconds": seconds, "client_cpu_seconds": cpu,
+            "wire_bytes": p.wire_bytes, "seconds": seconds, "client_cpu_seconds": cpu.client_cpu_seconds,
             "sink_rows": _sink(url, "/count")["rows"]}
 
 

@@ -130,7 +130,7 @@ class AnswerStore:
         try:
             table = encode(rows, qkey)
         except (Unstorable, OverflowError, pa.ArrowException):
-            return
+            return          # not storable as typed columns: the answer stays computed, only not cached
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             if not (self.dir / "dataset.json").exists():
@@ -154,7 +154,7 @@ def _atomic(path: pathlib.Path, write: Callable) -> None:
         with os.fdopen(fd, "wb") as f:
             write(f)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException:           # any failure, Ctrl-C included: no temp file left, then raised on
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
