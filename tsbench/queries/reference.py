@@ -86,8 +86,12 @@ class Reference:
         q = self.sql(spec)
         got = self._answers.get(q)
         if got is None:
-            got = self._answers[q] = [tuple(r) for r in self.con.execute(q).fetchall()]
+            got = self._answers[q] = self.answer(spec)
         return got
+
+    def answer(self, spec: QuerySpec) -> list[tuple]:
+        """The reference answer computed now, not kept (for a caller that keeps answers itself)."""
+        return [tuple(r) for r in self.con.execute(self.sql(spec)).fetchall()]
 
 
 def _scratch_dir() -> str:
