@@ -157,3 +157,19 @@ def test_manifest_next_to_the_file(tmp_path):
 def test_stdout_when_piped():
     p = run_cli("generate", "--scale", "1", "--end", "2016-01-01T00:00:20Z")
     assert p.stdout.count(b"\n") == 18 and p.stderr == b""
+
+
+def test_generate_of_a_built_in_use_case_starts_without_the_custom_one():
+    """The custom use case (pydantic models of YAML, the YAML parser) and
+    the process pool are imported only when asked for: the start-up is part of the command's time."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport tsbench.generate\nfrom tsbench.dataset import DatasetSpec, resolve\n"
+            "resolve(DatasetSpec(use_case='devops', scale=2, end='2016-01-01T00:01:00Z'))\n"
+            "print(sorted(m for m in ('tsbench.usecases.custom', 'yaml', 'multiprocessing') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    from tsbench.usecases import USE_CASES, use_case
+
+    assert [use_case(n).name for n in USE_CASES] == list(USE_CASES)

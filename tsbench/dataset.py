@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from .errors import UserError
 from .schema import Compiled, Schema, compile_schema
 from .timeutil import format_time, parse_duration, parse_time
-from .usecases import USE_CASES
+from .usecases import USE_CASES, use_case
 
 DEFAULT_START = "2016-01-01T00:00:00Z"
 
@@ -78,7 +78,7 @@ def spec_of(described: dict) -> DatasetSpec:
 def resolve(spec: DatasetSpec) -> Dataset:
     if spec.use_case not in USE_CASES:
         raise UserError(f"--use-case: unknown use case {spec.use_case!r} (one of {', '.join(USE_CASES)})")
-    cls = USE_CASES[spec.use_case]
+    cls = use_case(spec.use_case)
     if spec.use_case == "custom":
         uc = cls(spec.params, schema_file=spec.schema_file)
     else:

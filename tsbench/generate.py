@@ -14,11 +14,9 @@ when a process's share of an epoch would not fit in its slots (plan_merge). --gr
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import mmap
-import multiprocessing as mp
 import os
 import pathlib
 import resource
@@ -26,7 +24,6 @@ import stat
 import sys
 import time
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -83,6 +80,8 @@ class Sink:
         self.failed = False
         self.compression = compression
         if compression == "gzip":
+            import gzip
+
             self._z = gzip.GzipFile(fileobj=self, mode="wb", compresslevel=6, mtime=0)
         elif compression == "zstd":
             import zstandard
@@ -194,7 +193,7 @@ def _run_single(ds: Dataset, fmt: str, lo: int, hi: int, sink: Sink, progress: P
 
 @dataclass
 class _Worker:
-    proc: mp.Process
+    proc: object           # a multiprocessing.Process
     conn: object
     slots: list            # (data, marks) mmaps the worker fills and the parent reads
     held: int | None = None   # the slot the merge reads now
@@ -230,7 +229,9 @@ def _worker_main(ds: Dataset, fmt: str, lo: int, hi: int, slots, conn) -> None:
 
 def _start_workers(ds: Dataset, fmt: str, lo: int, hi: int, processes: int) -> list[_Worker]:
     """One process per contiguous slice of [lo, hi), each with SLOTS shared buffers."""
-    ctx = mp.get_context("fork")
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
     bound = Simulator(ds.compiled, ds.spec.seed, lo, lo, ds.start_ns, ds.interval_ns, ds.epochs).record_bound(fmt)
     size = max(SLOT_BYTES, 2 * bound)
     workers: list[_Worker] = []
@@ -406,7 +407,10 @@ def generate(ds: Dataset, fmt: str, output: str, compress: str | None = None, gr
     progress = Progress(groups, f"generate {groups} files", show_progress)
     out: list[dict | None] = []
     processes = plan_processes(ds, 0, ds.entities, min(processes, groups))
-    with ProcessPoolExecutor(max_workers=processes, mp_context=mp.get_context("fork")) \
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("fork")) \
             if processes > 1 else nullcontext() as pool:
         results = pool.map(_one_group, jobs) if pool else map(_one_group, jobs)
         for i, m in enumerate(results):
