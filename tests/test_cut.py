@@ -29,6 +29,22 @@ def test_influx_values_golden():
     assert bytes(buf[:c.bytes]).count(b"\n") == 2
 
 
+def test_influx_values_of_long_lines_golden():
+    """Lines long enough for the 16-byte blocks and for more than 255 of them (the per-lane sums
+    wrap at 255): a quote or backslash far into a line still takes the careful path."""
+    many = ",".join("f=1" for _ in range(3000))     # 12 kB of fields: a comma in 4 of 16 lanes of each
+                                                    # block, 750 in each of those lanes
+    head = ",".join(f"f{i}=1" for i in range(41))
+    lines = [b"m,t=v " + many.encode() + b" 123",                   # 3000 values
+             b"m " + head.encode() + b',s="x,y z",g=2 5',           # a quoted comma past 16 bytes: 43
+             b"m " + head.encode() + b",f\\,x=1 6",                 # an escaped comma in a name: 42
+             b"m " + head.encode() + b" 1,2,3",                     # commas after the last space: 41
+             b"m " + many.encode()]                                 # no timestamp: 3000
+    buf = bytearray(b"\n".join(lines) + b"\n")
+    c = native.cut("influx", buf, 0, len(buf), 100, False)
+    assert (c.rows, c.values, c.bytes) == (5, 3000 + 43 + 42 + 41 + 3000, len(buf))
+
+
 def test_csv_values_and_split_golden():
     layout = native.CsvLayout([("cpu", 1), ("mem", 2)])
     buf = bytearray(b"cpu,t0,h1,1,2\nmem,t1,a,,3,\ncpu,t2,,1,\n")
