@@ -11,9 +11,10 @@ of data (uncompressed), medians over runs. The null-http cases (null-http-gzip: 
 gzip=true) post to one sink started here, and beside each go the wire's floor in the same
 run (bench_floor.py: the same batches cut in advance, posted by a bare aiohttp client and
 by blocking http.client threads, the same workers and gzip level; and the blocking client
-again cutting them in the timed part, as the load must) and tsbench's rows/s and client
-CPU seconds over the best pre-cut floor's and over the cutting floor's. Figures come from
-here, never from timed tests."""
+again cutting them in the timed part, as the load must), run in rounds (the load, then
+each floor), and tsbench's client CPU seconds over each floor's, round by round (median and
+range), and its rows/s over the fastest pre-cut floor's. Figures come from here, never
+from timed tests."""
 
 from __future__ import annotations
 
@@ -121,18 +122,21 @@ def _line(name: str, runs: list[dict]) -> dict:
     return med
 
 
-def _beside_floor(name: str, path: str, sink, extra: list[str], runs: int, load: dict) -> None:
-    """The floor clients' lines after a null-http case, and tsbench over the best floor of
-    pre-cut batches and over the floor that cuts them in the timing as the load does."""
-    floors = {(c, live): _line(f"floor-{c}{'+cut' if live else ''}",
-                               [_floor(path, sink, extra, FLOOR_OF[name], c, live) for _ in range(runs)])
+def _beside_floor(name: str, path: str, d: str, sink, extra: list[str], runs: int) -> None:
+    """A null-http case with its floors in the same rounds (load, then each floor client,
+    round after round, so a drift of the machine's speed falls on both), then tsbench's
+    client CPU seconds over each floor's, as the median and range of the rounds' ratios."""
+    rounds = [(_run(path, "null-http", extra, d, sink),
+               {fc: _floor(path, sink, extra, FLOOR_OF[name], *fc) for fc in FLOOR_CLIENTS}) for _ in range(runs)]
+    load = _line(name, [r for r, _ in rounds])
+    floors = {(c, live): _line(f"floor-{c}{'+cut' if live else ''}", [f[(c, live)] for _, f in rounds])
               for c, live in FLOOR_CLIENTS}
-    pre = [f for (_, live), f in floors.items() if not live]
-    cut = floors[("blocking", True)]
-    print(f"{'':>20} {name} over the floor: rows/s x{load['rows_per_s'] / max(f['rows_per_s'] for f in pre):.2f} "
-          f"of the fastest pre-cut floor, client CPU s x{load['client_cpu_seconds'] / min(f['client_cpu_seconds'] for f in pre):.2f} "
-          f"of the thriftiest; over floor-blocking+cut: rows/s x{load['rows_per_s'] / cut['rows_per_s']:.2f}, "
-          f"client CPU s x{load['client_cpu_seconds'] / cut['client_cpu_seconds']:.2f}")
+    pre = [f["rows_per_s"] for (_, live), f in floors.items() if not live]
+    for c, live in FLOOR_CLIENTS:
+        ratios = sorted(r["client_cpu_seconds"] / f[(c, live)]["client_cpu_seconds"] for r, f in rounds)
+        print(f"{'':>20} {name} client CPU s over floor-{c}{'+cut' if live else ''}'s, round by round: "
+              f"median x{statistics.median(ratios):.2f} (x{ratios[0]:.2f} to x{ratios[-1]:.2f})")
+    print(f"{'':>20} {name} rows/s over the fastest pre-cut floor's: x{load['rows_per_s'] / max(pre):.2f}")
 
 
 def main() -> None:
@@ -160,9 +164,9 @@ def _case(name: str, a, d: str, sink) -> None:
     target, key, extra = CASES[name]
     fmt = "csv" if name == "null-csv" or databases.target_class(target).format == "csv" else "influx"
     path = _generate(d, key, a.scale, fmt)
-    load = _line(name, [_run(path, target, extra, d, sink) for _ in range(a.runs)])
     if sink is not None:
-        _beside_floor(name, path, sink, extra, a.runs, load)
+        return _beside_floor(name, path, d, sink, extra, a.runs)
+    _line(name, [_run(path, target, extra, d, sink) for _ in range(a.runs)])
 
 
 if __name__ == "__main__":
