@@ -21,16 +21,17 @@ class FakeServer:
     to send (bytes, or a list of pieces sent one by one, pause seconds apart), None to
     close without answering; after an answer it keeps the connection unless close_after."""
 
-    def __init__(self, answer, pause: float = 0.0, close_after: bool = False):
-        self.answer, self.pause, self.close_after = answer, pause, close_after
+    def __init__(self, answer, pause: float = 0.0, close_after: bool = False, tls=None):
+        self.answer, self.pause, self.close_after, self.tls = answer, pause, close_after, tls
         self.requests: list[bytes] = []
         self.connections = 0
         self.server = None
         self.writers = []
 
     async def __aenter__(self):
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.url = f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
+        scheme = "https" if self.tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
         return self
 
     async def __aexit__(self, *exc):
@@ -289,3 +290,36 @@ def test_warm_opens_a_connection_per_worker_and_the_workers_reuse_them():
 
     s, ts = run(go())
     assert s.connections == 4 and all(t.connect_s is None and t.body == b"pong" for t in ts)
+
+
+def test_https_goes_over_tls_and_verifies_the_server(tmp_path, monkeypatch):
+    """A self-signed certificate for 127.0.0.1: trusted (SSL_CERT_FILE), the answer comes;
+    not trusted, the request is Fatal (verified, as aiohttp verifies)."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if not shutil.which("openssl"):
+        pytest.skip("no openssl command to make a certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert, key)
+
+    async def go(trusted: bool):
+        async with FakeServer(lambda r, n: chunked([b"secure", b"!"]), tls=tls) as s:
+            if trusted:
+                monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+            else:
+                monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+            c = await client(s.url)
+            try:
+                return await c.timed("GET", "/x")
+            finally:
+                await c.close()
+
+    assert run(go(True)).body == b"secure!"
+    with pytest.raises(Fatal, match="fake: /x: cannot connect to 127.0.0.1:.*CERTIFICATE_VERIFY_FAILED"):
+        run(go(False))
