@@ -323,3 +323,19 @@ def test_https_goes_over_tls_and_verifies_the_server(tmp_path, monkeypatch):
     assert run(go(True)).body == b"secure!"
     with pytest.raises(Fatal, match="fake: /x: cannot connect to 127.0.0.1:.*CERTIFICATE_VERIFY_FAILED"):
         run(go(False))
+
+
+def test_requests_past_the_limit_wait_for_a_connection():
+    async def go():
+        async with FakeServer(lambda r, n: ok(b"k"), pause=0.02) as s:
+            c = HttpClient(s.url, "fake", limit=2, timeout=5.0)
+            await c.open()
+            try:
+                ts = await asyncio.gather(*(c.timed("GET", "/q") for _ in range(6)))
+            finally:
+                await c.close()
+            return s, ts
+
+    s, ts = run(go())
+    assert s.connections == 2 and [t.body for t in ts] == [b"k"] * 6
+    assert sum(t.connect_s is not None for t in ts) == 2
