@@ -3,7 +3,7 @@ beyond the contract suite: every index template loads and verifies, a document t
 server refuses fails the load with one line naming its reason, rejected (429) items of
 a partly taken bulk are re-sent alone (never doubling the others), Elasticsearch 7.10
 starts and loads, an unreachable or foreign URL is one line, and both clients
-(client=library: opensearch-py for OpenSearch and 7.10; client=http: aiohttp) load and
+(client=library: opensearch-py for OpenSearch and 7.10; client=http: aiohttp writes, httptools-read queries) load and
 answer as the reference while the `elasticsearch` package's product check is one
 line. One OpenSearch server for the module; Elasticsearch 7.10 in its own test."""
 
@@ -194,7 +194,7 @@ def test_elasticsearch_7_10_starts_loads_and_says_what_it_lacks(devops_csv):
         with pytest.raises(ServerLacks) as ei:
             t.render(spec)
         assert "7.10.2" in str(ei.value)
-        _client_loads_and_answers(srv.url, devops_csv, "http", "elasticsearch 7.10.2 (client aiohttp)")
+        _client_loads_and_answers(srv.url, devops_csv, "http", "elasticsearch 7.10.2 (client aiohttp+httptools)")
         assert "product check" in _elasticsearch_package_refusal(srv.url)
 
 
@@ -248,7 +248,7 @@ def _elasticsearch_package_refusal(url: str) -> str:
 
 
 @pytest.mark.parametrize("client,version", [("library", "opensearch 2.19.1 (client opensearch-py "),
-                                            ("http", "opensearch 2.19.1 (client aiohttp)")])
+                                            ("http", "opensearch 2.19.1 (client aiohttp+httptools)")])
 def test_each_client_on_opensearch_loads_and_answers_as_the_reference(opensearch, devops_csv, client, version):
     _client_loads_and_answers(opensearch, devops_csv, client, version)
     assert "product check" in _elasticsearch_package_refusal(opensearch)

@@ -1,31 +1,37 @@
 """Shared HTTP layer of the targets that speak HTTP: the write path (phase 2:
 one aiohttp session per target, server push-back mapped to Retryable, other
 refusals to Fatal with the server's own words) and the timed query request
-(phase 4: keep-alive connections opened before the timer, the time to the first
-and last byte of the body, a connection opened during a request timed apart), and
-the gzip option of the targets that post text bodies (GzipOption, Gzip: each batch
-compressed in the load worker that sends it, by zlib in C)."""
+(phase 4: on the lean keep-alive pool of http_pool, answers read by httptools:
+connections opened before the timer, the time to the first and last byte of the
+body, a connection opened during a request timed apart), and the gzip option of
+the targets that post text bodies (GzipOption, Gzip: each batch compressed in the
+load worker that sends it, by zlib in C)."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import inspect
 import socket
-import time
+import urllib.parse
 import zlib
 from dataclasses import dataclass
 
 import aiohttp
+import yarl
 from pydantic import BaseModel, Field, model_validator
 
 from ..errors import UserError
 from ..errors import Fatal, Retryable
+from .http_pool import KeepAlivePool, TransportError
 
 PUSHBACK_STATUS = frozenset({429, 502, 503, 504})
 GZIP_LEVEL = 6             # zlib's default level, and Go's: what TSBS's loaders send
 UNJOIN_BYTES = 1 << 16     # bodies this big go after the headers in writes of their own (_Unjoined)
 SEND_BUFFER = 4 << 20      # bytes asked of SO_SNDBUF (Linux doubles it; capped by net.core.wmem_max)
 KEEPALIVE_S = 300.0        # idle keep-alive connections kept this long (aiohttp's default: 15 s)
+# what a query asks besides its own headers, as aiohttp asked (less zstd: gzip and deflate are inflated)
+QUERY_HEADERS = {"Accept": "*/*", "Accept-Encoding": "gzip, deflate"}
 
 
 def batch_answer(what: str, status: int, body: bytes, pushback_words: tuple[str, ...]) -> bytes:
@@ -106,23 +112,6 @@ class Timed:
     connect_s: float | None
 
 
-def _connect_trace() -> aiohttp.TraceConfig:
-    """Times a connection opened during a request into its trace context (a dict)."""
-    tc = aiohttp.TraceConfig()
-
-    async def start(session, ctx, params):
-        if isinstance(ctx.trace_request_ctx, dict):
-            ctx.trace_request_ctx["t0"] = time.perf_counter()
-
-    async def end(session, ctx, params):
-        if isinstance(ctx.trace_request_ctx, dict) and "t0" in ctx.trace_request_ctx:
-            ctx.trace_request_ctx["connect_s"] = time.perf_counter() - ctx.trace_request_ctx.pop("t0")
-
-    tc.on_connection_create_start.append(start)
-    tc.on_connection_create_end.append(end)
-    return tc
-
-
 class HttpClient:
     def __init__(self, base_url: str, what: str, limit: int = 64, timeout: float = 300.0,
                  pushback_words: tuple[str, ...] = ()):
@@ -132,13 +121,18 @@ class HttpClient:
         self._limit = limit
         self._timeout = timeout
         self.session: aiohttp.ClientSession | None = None
+        self.queries: KeepAlivePool | None = None       # the timed requests' connections
+        self._targets: dict[str, str] = {}              # path -> request target, as aiohttp's URL spells it
+        self._headers: dict[tuple, dict] = {}           # the caller's headers -> all a query sends
+        self._auth = _basic_auth(self.base)
 
     async def open(self, probe_path: str | None = None) -> None:
         self.session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=self._limit, force_close=False, keepalive_timeout=KEEPALIVE_S,
                                            **_SOCKET_FACTORY),
             timeout=aiohttp.ClientTimeout(total=self._timeout, sock_connect=10),
-            skip_auto_headers=("User-Agent",), auto_decompress=True, trace_configs=[_connect_trace()])
+            skip_auto_headers=("User-Agent",), auto_decompress=True)
+        self.queries = KeepAlivePool(self.base, limit=self._limit, timeout=self._timeout)
         if probe_path is not None:
             try:
                 async with self.session.get(self.base + probe_path) as r:
@@ -148,6 +142,9 @@ class HttpClient:
                 raise UserError(f"{self.what}: cannot reach {self.base}: {_reason(exc)}") from None
 
     async def close(self) -> None:
+        if self.queries is not None:
+            self.queries.close()
+            self.queries = None
         if self.session is not None:
             await self.session.close()
             self.session = None
@@ -165,8 +162,12 @@ class HttpClient:
         return batch_answer(self.what, status, body, self.pushback_words)
 
     async def warm(self, n: int, path: str) -> None:
-        """Open n keep-alive connections (n concurrent GETs of a cheap path), before timing."""
-        await asyncio.gather(*(self.get(path) for _ in range(n)))
+        """Open n keep-alive connections of the timed requests (n concurrent GETs of a cheap
+        path), before timing."""
+        try:
+            await self.queries.warm(n, "GET", self._target(path, None), self._query_headers(None, None))
+        except TransportError as exc:
+            raise Fatal(f"{self.what}: GET {path}: {exc}") from None
 
     async def timed_post(self, path: str, data, headers: dict | None = None) -> Timed:
         return await self.timed("POST", path, data=data, headers=headers)
@@ -176,20 +177,36 @@ class HttpClient:
         """Send a query (timed_post: POST) and time it: to the first byte of the body (some
         servers send the headers before the query has run) and to its last byte. A connection
         opened on the way is timed apart (connect_s) and not counted. Transport errors are Fatal."""
-        ctx: dict = {}
-        t0 = time.perf_counter()
+        body, content_type = _wire_form(data)
         try:
-            async with self.session.request(method, self.base + path, data=data, headers=headers, params=params,
-                                            trace_request_ctx=ctx) as r:
-                first = await r.content.readany()
-                t1 = time.perf_counter()
-                body = first + await r.content.read()
-                status = r.status
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            raise Fatal(f"{self.what}: {path}: {_reason(exc)}") from None
-        t2 = time.perf_counter()
-        c = ctx.get("connect_s")
-        return Timed(status, body, t1 - t0 - (c or 0.0), t2 - t0 - (c or 0.0), c)
+            r = await self.queries.send(method, self._target(path, params),
+                                        self._query_headers(headers, content_type), body)
+        except TransportError as exc:
+            raise Fatal(f"{self.what}: {path}: {exc}") from None
+        return Timed(r.status, r.body, r.ttfb, r.seconds, r.connect_s)
+
+    def _target(self, path: str, params: dict | None) -> str:
+        """The request target of base + path (+ params), encoded as aiohttp's URL (yarl) does."""
+        if params:
+            return yarl.URL(self.base + path).extend_query(params).raw_path_qs
+        target = self._targets.get(path)
+        if target is None:
+            target = self._targets[path] = yarl.URL(self.base + path).raw_path_qs
+        return target
+
+    def _query_headers(self, headers: dict | None, content_type: str | None) -> dict:
+        """QUERY_HEADERS, the URL's credentials, the body's Content-Type and the caller's
+        headers (theirs win, whatever their case), merged once per set."""
+        key = (tuple(headers.items()) if headers else (), content_type)
+        merged = self._headers.get(key)
+        if merged is None:
+            given = {k.lower() for k in headers or ()}
+            base = {**QUERY_HEADERS, **self._auth, **({"Content-Type": content_type} if content_type else {})}
+            merged = {**{k: v for k, v in base.items() if k.lower() not in given}, **(headers or {})}
+            if len(self._headers) > 256:
+                self._headers.clear()
+            self._headers[key] = merged
+        return merged
 
     async def request(self, method: str, path: str, data=None, headers: dict | None = None,
                       params: dict | None = None) -> tuple[int, bytes]:
@@ -223,6 +240,27 @@ def _big_send_buffer(addr_info) -> socket.socket:
 # aiohttp 3.12+ lets the connector make its sockets; before, the kernel's own sizing
 _SOCKET_FACTORY = {"socket_factory": _big_send_buffer} \
     if "socket_factory" in inspect.signature(aiohttp.TCPConnector).parameters else {}
+
+
+def _wire_form(data) -> tuple[bytes, str | None]:
+    """A query's body as bytes and the Content-Type aiohttp would give it: a dict as a
+    urlencoded form, a str as UTF-8 text, bytes as they are (octet-stream)."""
+    if data is None:
+        return b"", None
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data), "application/octet-stream"
+    if isinstance(data, str):
+        return data.encode("utf-8"), "text/plain; charset=utf-8"
+    return urllib.parse.urlencode(data, doseq=True).encode(), "application/x-www-form-urlencoded"
+
+
+def _basic_auth(url: str) -> dict[str, str]:
+    """Authorization: Basic from credentials in the URL (as aiohttp sends them), else nothing."""
+    u = urllib.parse.urlsplit(url)
+    if u.username is None:
+        return {}
+    cred = f"{urllib.parse.unquote(u.username)}:{urllib.parse.unquote(u.password or '')}"
+    return {"Authorization": "Basic " + base64.b64encode(cred.encode()).decode()}
 
 
 def _reason(exc: BaseException) -> str:

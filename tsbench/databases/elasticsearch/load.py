@@ -9,8 +9,9 @@ Client (option `client`): `library` (the default) is the server's official Pytho
 client (clients.py): opensearch-py for OpenSearch and Elasticsearch 7 (the
 `elasticsearch` package's product check refuses both), the `elasticsearch` package
 (8.x/9.x) for Elasticsearch 8 and later; a query is timed from the call to the
-library's answer, without a time to first byte. `http` is the shared aiohttp
-HttpClient (http.py), which times a query to its first and last byte and a
+library's answer, without a time to first byte. `http` is the shared HttpClient
+(http.py: writes through aiohttp, queries through its keep-alive client whose
+answers httptools reads), which times a query to its first and last byte and a
 connection opened on the way apart. Either way the bodies are the same bytes (bulk
 NDJSON built in C, the dialect's JSON) and the answers are read by tsbench, through
 one seam (_wire, _request). version() names the client, e.g. "opensearch 2.19.1
@@ -74,7 +75,7 @@ class ElasticsearchOptions(BaseModel):
     template: Literal["default", "aggregation", "sorted"] = "default"
     shards: int = Field(1, ge=1)
     replicas: int = Field(0, ge=0)
-    client: Literal["library", "http"] = "library"  # opensearch-py or elasticsearch (clients.py); http: aiohttp
+    client: Literal["library", "http"] = "library"  # opensearch-py or elasticsearch (clients.py); http: HttpClient
 
 
 def check_names(t: Table) -> None:
@@ -168,7 +169,7 @@ class ElasticsearchTarget(Target):
     async def version(self) -> str:
         if not self.number:
             return ""
-        return f"{self.distribution} {self.number} (client {self.lib.name if self.lib else 'aiohttp'})"
+        return f"{self.distribution} {self.number} (client {self.lib.name if self.lib else 'aiohttp+httptools'})"
 
     # ---- create -------------------------------------------------------------------------
     def _bind(self, tables: Tables) -> None:
