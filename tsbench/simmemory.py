@@ -9,13 +9,15 @@ most of the fill's time). It says how many bytes that is at most (the cache by a
 bound on its text; pages never written are never touched) and takes them from
 here (ts_sim_state_bytes, ts_sim_set_memory, through native.Simulator). Up to
 `Budget.state` bytes (the environment's TSBENCH_STATE_BUDGET, else STATE_BUDGET)
-they are the process's memory. Beyond it they live in a
-file of that size under tsbench's home (tmp/), sparse where never written: the file
-has no name from the moment it is made (O_TMPFILE, else a name removed at once),
-so nothing is left behind on any exit, an error, Ctrl-C or a kill; it is mapped,
-and after each fill the pages behind the simulator's cursor are handed back to the
-kernel (MADV_DONTNEED: the file keeps what they held), so the process holds about
-one fill's worth of it. The kernel may keep the file in its page cache: its pages,
+they are the process's memory. Beyond it they live in a file of that size under
+tsbench's home (tmp/), sparse where never written: the file has no name from the
+moment it is made (O_TMPFILE, else a name removed at once), so nothing is left
+behind on any exit, an error, Ctrl-C or a kill; it is mapped. Its parts (C's
+layout: one array per kind, each indexed by entity) stay mapped while they fit
+half the budget, smallest first; of the others, after each fill the pages behind
+the simulator's cursor are handed back to the kernel (MADV_DONTNEED: the file
+keeps what they held), so the process holds those parts and about one fill's
+worth of the rest. The kernel may keep the file in its page cache: its pages,
 reclaimable, not the process's. The cost: page faults on each page of it each
 epoch, and the kernel writing the file back.
 """
@@ -83,8 +85,8 @@ class InFile:
 
     in_file = True
 
-    def __init__(self, nbytes: int, folder: str):
-        self.nbytes, self.folder = nbytes, folder
+    def __init__(self, nbytes: int, folder: str, keep: int):
+        self.nbytes, self.folder, self._keep = nbytes, folder, keep
         fd = _unnamed_file(folder)
         try:
             os.ftruncate(fd, nbytes)
@@ -98,7 +100,10 @@ class InFile:
         (offset, bytes behind, bytes), at least RELEASE_STEP at a time."""
         if not self._done:
             self._done = [0] * len(parts)
+            self._kept = _smallest_within([size for _, _, size in parts], self._keep)
         for i, (off, behind, size) in enumerate(parts):
+            if i in self._kept:
+                continue
             done = self._done[i]
             if behind < done:           # a new epoch: the rest of the last one first
                 self._drop(off + done, off + size, True)
@@ -120,11 +125,23 @@ class InFile:
         return {"state_bytes": self.nbytes, "state_file_bytes": self.nbytes, "state_folder": self.folder}
 
 
+def _smallest_within(sizes: list[int], limit: int) -> set[int]:
+    """The indices of the smallest sizes whose sum is within limit."""
+    kept, total = set(), 0
+    for i in sorted(range(len(sizes)), key=sizes.__getitem__):
+        if total + sizes[i] > limit:
+            break
+        kept.add(i)
+        total += sizes[i]
+    return kept
+
+
 def allocate(nbytes: int, budget: Budget) -> InMemory | InFile:
-    """The per-entity memory of a simulator: in memory within the budget, else in a file."""
+    """The per-entity memory of a simulator: in memory within the budget, else in a file
+    whose parts within half the budget stay mapped."""
     if nbytes <= budget.state:
         return InMemory(nbytes)
-    return InFile(nbytes, state_folder(budget))
+    return InFile(nbytes, state_folder(budget), budget.state // 2)
 
 
 def _unnamed_file(folder: str) -> int:
