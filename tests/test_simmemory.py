@@ -135,3 +135,13 @@ def test_a_budget_that_is_not_a_number_is_refused(tmp_path):
     p = run_cli("generate", "--scale", "1", "--end", "2016-01-01T00:01:00Z", "-o", str(tmp_path / "x"),
                 check=False, env={"TSBENCH_STATE_BUDGET": "lots"})
     assert p.returncode != 0 and b"TSBENCH_STATE_BUDGET" in p.stderr
+
+
+def test_a_folder_that_cannot_hold_the_file_is_one_line(tmp_path):
+    from tsbench.errors import UserError
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    sim = _sim("devops", simmemory.Budget(0, str(blocker / "tmp")), "influx")
+    with pytest.raises(UserError, match="needs a file under .*not-a-folder"):
+        sim.fill("influx", bytearray(1 << 20))

@@ -10,7 +10,8 @@ bound on its text; pages never written are never touched) and takes them from
 here (ts_sim_state_bytes, ts_sim_set_memory, through native.Simulator). Up to
 `Budget.state` bytes (the environment's TSBENCH_STATE_BUDGET, else STATE_BUDGET)
 they are the process's memory. Beyond it they live in a file of that size under
-tsbench's home (tmp/), sparse where never written: the file has no name from the
+tsbench's home (tmp/), its room on disk taken at the start (a full disk is then an
+error at once, not a crash on a page later): the file has no name from the
 moment it is made (O_TMPFILE, else a name removed at once), so nothing is left
 behind on any exit, an error, Ctrl-C or a kill; it is mapped. Its parts (C's
 layout: one array per kind, each indexed by entity) stay mapped while they fit
@@ -87,10 +88,15 @@ class InFile:
 
     def __init__(self, nbytes: int, folder: str, keep: int):
         self.nbytes, self.folder, self._keep = nbytes, folder, keep
-        fd = _unnamed_file(folder)
         try:
-            os.ftruncate(fd, nbytes)
+            fd = _unnamed_file(folder)
+        except OSError as exc:
+            raise _no_file(nbytes, folder, exc) from None
+        try:
+            os.posix_fallocate(fd, 0, nbytes)   # the disk's room now: a full disk later would kill the process
             self.buf = mmap.mmap(fd, nbytes)
+        except OSError as exc:
+            raise _no_file(nbytes, folder, exc) from None
         finally:
             os.close(fd)                # the mapping keeps the file until it is unmapped
         self._done: list[int] = []     # per part: bytes handed back this epoch
@@ -142,6 +148,12 @@ def allocate(nbytes: int, budget: Budget) -> InMemory | InFile:
     if nbytes <= budget.state:
         return InMemory(nbytes)
     return InFile(nbytes, state_folder(budget), budget.state // 2)
+
+
+def _no_file(nbytes: int, folder: str, exc: OSError) -> UserError:
+    return UserError(f"the simulator's state ({nbytes / 1e6:,.0f} MB, over its budget) needs a file under "
+                     f"{folder}: {exc.strerror or exc}; free some room there, or set TSBENCH_HOME to another "
+                     f"folder (or TSBENCH_STATE_BUDGET to keep more of it in memory)")
 
 
 def _unnamed_file(folder: str) -> int:
