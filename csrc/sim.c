@@ -629,12 +629,13 @@ static void mem_strides(const ts_sim *sim, int32_t fmt, uint64_t stride[TS_MEM_P
 }
 
 /* where each part starts; returns the bytes of the whole */
-static uint64_t mem_layout(const ts_sim *sim, int32_t fmt, uint64_t off[TS_MEM_PARTS], uint64_t stride[TS_MEM_PARTS])
+static uint64_t mem_layout(const ts_sim *sim, int32_t fmt, uint64_t off[TS_MEM_PARTS],
+                           uint64_t stride[TS_MEM_PARTS])
 {
     uint64_t used = 0;
     mem_strides(sim, fmt, stride);
     for (int i = 0; i < TS_MEM_PARTS; i++) {
-        uint64_t pad = i == TS_MEM_PFX_BLOB && fmt >= 0 ? TS_PIECE_PAD : 0;   /* tag parts are read 32 bytes at a time */
+        uint64_t pad = i == TS_MEM_PFX_BLOB && fmt >= 0 ? TS_PIECE_PAD : 0;   /* tag parts: read 32 bytes at a time */
         off[i] = used;
         used += (stride[i] * (uint64_t)sim->n_entities + pad + TS_MEM_ALIGN - 1) / TS_MEM_ALIGN * TS_MEM_ALIGN;
     }
@@ -769,7 +770,7 @@ static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, cons
         if (null_tag >= 0) pfx = NULL;
         ts_rec r = {sim->entity_lo + el, s, time_ns, vals, null_field, null_tag};
         if (!pfx) {
-            /* not cached (a null tag, or the cache budget is spent): build it now */
+            /* not from the cache (a null tag, or a format other than the cached one): build it now */
             plen = ops->prefix(sim, r.entity, s, null_tag, sim->pfx_scratch);
             pfx = sim->pfx_scratch;
         }

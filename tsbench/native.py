@@ -180,7 +180,8 @@ class Simulator:
     def fill_rows(self, fmt: str, buf, max_rows: int) -> Fill:
         """Fill `buf` with whole records, at most max_rows of them."""
         cbuf = ffi.from_buffer(buf, require_writable=True)
-        self._check_fill(lib.ts_sim_fill_rows(self._ready(), FORMATS[fmt], cbuf, len(cbuf), max_rows, self._res), "fill")
+        rc = lib.ts_sim_fill_rows(self._ready(), FORMATS[fmt], cbuf, len(cbuf), max_rows, self._res)
+        self._check_fill(rc, "fill")
         return _fill(self._res)
 
     def simulate(self, max_rows: int) -> Fill:
