@@ -145,3 +145,30 @@ def test_a_folder_that_cannot_hold_the_file_is_one_line(tmp_path):
     sim = _sim("devops", simmemory.Budget(0, str(blocker / "tmp")), "influx")
     with pytest.raises(UserError, match="needs a file under .*not-a-folder"):
         sim.fill("influx", bytearray(1 << 20))
+
+
+def test_without_o_tmpfile_the_file_loses_its_name_at_once(tmp_path, monkeypatch):
+    monkeypatch.delattr(os, "O_TMPFILE", raising=False)
+    sim = _sim("iot", simmemory.Budget(0, str(tmp_path)), "influx")
+    sim.fill("influx", bytearray(1 << 20))
+    assert sim.memory.in_file and os.listdir(tmp_path) == []
+
+
+def test_ctrl_c_leaves_no_file(tmp_path):
+    """generate interrupted while its state is in a file: nothing left in tmp/."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    home = tmp_path / "home"
+    env = {**os.environ, "TSBENCH_HOME": str(home), "TSBENCH_STATE_BUDGET": "0"}
+    p = subprocess.Popen([sys.executable, "-m", "tsbench", "generate", "--scale", "2000", "-o", os.devnull],
+                         env=env, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (home / "tmp").exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)            # the folder appears when the state's file is made
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=60)
+    assert p.returncode != 0        # interrupted, not finished
+    assert os.listdir(home / "tmp") == []
