@@ -47,7 +47,7 @@ def measure(args: list[str]) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"benchmark command failed: {err}")
     gen = re.search(r" in ([0-9.]+) s \(.*?(?:, (\d+) processes)?\)", err)   # the summary: after start-up
-    state = re.search(r"state in a file of up to ([0-9,]+) MB", err)        # the summary says where the state was
+    state = re.search(r"state in a file of ([0-9,]+) MB", err)        # the summary says where the state was
     return {"wall": wall, "peak_total": peak_total, "peak_one": peak_one, "state_file_mb": state[1] if state else None,
             "gen": float(gen[1]) if gen else None, "used": int(gen[2] or 1) if gen else None}
 

@@ -31,7 +31,7 @@ def generator(processes: list[int]) -> None:
         for p in processes:
             r = measure([sys.executable, "-m", "tsbench", "generate", "--scale", str(scale), "--end", end,
                          "--seed", "123", "-o", "/dev/null", "-j", str(p)])
-            where = f"state in a file of up to {r['state_file_mb']} MB" if r["state_file_mb"] else "state in memory"
+            where = f"state in a file of {r['state_file_mb']} MB" if r["state_file_mb"] else "state in memory"
             print(f"  {scale:>9,} hosts x {span:<6} -j{p} ({r['used']} used): {r['peak_total'] / 2**20:7.1f} MiB PSS"
                   f" ({r['peak_one'] / 2**20:.1f} MiB RSS)  {r['wall']:.1f} s  {where}", flush=True)
 

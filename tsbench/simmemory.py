@@ -198,5 +198,5 @@ def disclose(memory: dict) -> str:
         return ""
     fs = memory["state_filesystem"]
     note = "; tmpfs: memory all the same" if fs == "tmpfs" else ""
-    return (f"; state in a file of up to {memory['state_file_bytes'] / 1e6:,.0f} MB under {memory['state_folder']}"
+    return (f"; state in a file of {memory['state_file_bytes'] / 1e6:,.0f} MB under {memory['state_folder']}"
             f" (over the {memory['state_budget_bytes'] / 2**20:.0f} MiB budget; removed on exit{note})")
