@@ -96,7 +96,7 @@ def bench_validation(session: nox.Session) -> None:
 
 @nox.session
 def bench_memory(session: nox.Session) -> None:
-    """Peak PSS of generate at 100, 10,000 and 100,000 hosts (-j1, -j2); the reference engine's
+    """Peak PSS of generate at 100, 10,000, 100,000 and 1,000,000 hosts (-j1, -j2); the reference engine's
     build seconds and PSS for devops 100 hosts x 1 day, then the same answers from its disk cache."""
     session.install("-e", ".")
     session.run("python", "-m", "tsbench.bench_memory", *session.posargs)

@@ -29,7 +29,6 @@ enum { TS_STEP_CWALK_N = 0, TS_STEP_MWALK_N = 1, TS_STEP_WALK_N = 2, TS_STEP_OTH
 #define TS_STAMP_MAX 48
 #define TS_PIECE_PAD 32    /* field pieces, tag parts and stamps are copied 32 bytes at a time:
                               their buffers have this much readable room after them */
-#define TS_PREFIX_CACHE_MAX (64u << 20)
 
 /* one written field of a series, in order: what a record with no null field
  * writes for it. Influx writes text[off, off + len) first (the separator, the
@@ -65,12 +64,21 @@ typedef struct ts_format_ops {
 
 extern const ts_format_ops *const ts_formats[TS_FMT_COUNT];
 
+/* the tag parts of one format's records, each built once, in the caller's memory:
+ * appended to blob in the order the cursor first needs them (epoch 0: entity order) */
+#define TS_PFX_LEN_BITS 24
 typedef struct ts_prefix_cache {
+    int32_t fmt;           /* the format cached, or -1: none */
+    uint64_t *index;       /* per (local entity, series): offset << TS_PFX_LEN_BITS | length; UINT64_MAX = not built */
     char *blob;
-    size_t used, cap;
-    uint32_t *off, *len;   /* per (local entity, series); len UINT32_MAX = not built */
-    int full;              /* budget reached: build the rest on the fly */
+    size_t used, cap;      /* cap leaves TS_PIECE_PAD readable bytes after it */
 } ts_prefix_cache;
+
+/* the parts of the per-entity memory the caller hands in (ts_sim_set_memory), each
+ * indexed by local entity: stream keys, state, late-entry counts, entries and values,
+ * and the cache of tag parts (its index; its text, at most pfx_bound per series) */
+enum { TS_MEM_BASE = 0, TS_MEM_STATE = 1, TS_MEM_PEND_N = 2, TS_MEM_PEND = 3, TS_MEM_PEND_VALS = 4,
+       TS_MEM_PFX_INDEX = 5, TS_MEM_PFX_BLOB = 6, TS_MEM_PARTS = 7 };
 
 typedef struct ts_pending {
     int64_t epoch, due;
@@ -101,6 +109,9 @@ struct ts_sim {
     int32_t max_series_fields;
     ts_zig zig;
 
+    /* the caller's per-entity memory (ts_sim_set_memory): the arrays below point into it */
+    void *mem;
+    int64_t inited;        /* local entities whose state is initialized (in cursor order, epoch 0) */
     /* per (local entity, field) state */
     double *state;
     /* per (local entity, series): ts_stream_key(seed, entity, series, 0) */
@@ -125,7 +136,8 @@ struct ts_sim {
 
     /* serializer support */
     uint64_t *bound[TS_FMT_COUNT];    /* record bound per series */
-    ts_prefix_cache cache[TS_FMT_COUNT];
+    uint64_t *pfx_bound[TS_FMT_COUNT];  /* tag part bound per series */
+    ts_prefix_cache cache;
     int64_t stamp_epoch[TS_FMT_COUNT];
     char stamp[TS_FMT_COUNT][TS_STAMP_MAX];
     size_t stamp_len[TS_FMT_COUNT];

@@ -238,6 +238,8 @@ static void init_entity(ts_sim *sim, int64_t el)
         const ts_series *se = &sim->series[s];
         uint64_t base = ts_stream_key(sim->seed, entity, s, 0);
         sim->base[(size_t)el * (size_t)sim->n_series + (size_t)s] = base;
+        if (sim->pend_cap) sim->pend_n[(size_t)el * (size_t)sim->n_series + (size_t)s] = 0;
+        if (sim->cache.fmt >= 0) sim->cache.index[(size_t)el * (size_t)sim->n_series + (size_t)s] = UINT64_MAX;
         double *fs = st + se->first_field;
         for (int32_t f = 0; f < se->n_fields; f++) {
             const ts_field *fd = &sim->fields[se->first_field + f];
@@ -476,13 +478,11 @@ void ts_sim_free(ts_sim *sim)
     if (!sim) return;
     free(sim->strtab); free(sim->stroff); free(sim->parts); free(sim->tags);
     free(sim->series); free(sim->fields); free(sim->table); free(sim->itable);
-    free(sim->state); free(sim->pend); free(sim->pend_n); free(sim->pend_vals);
     free(sim->scratch); free(sim->pfx_scratch); free(sim->visible);
-    free(sim->base); free(sim->step_idx); free(sim->step_end); free(sim->plain);
+    free(sim->step_idx); free(sim->step_end); free(sim->plain);
     free(sim->items); free(sim->item_first); free(sim->item_text); free(sim->csv_head);
     for (int f = 0; f < TS_FMT_COUNT; f++) {
-        free(sim->bound[f]); free(sim->piece[f]); free(sim->piece_off[f]);
-        free(sim->cache[f].blob); free(sim->cache[f].off); free(sim->cache[f].len);
+        free(sim->bound[f]); free(sim->pfx_bound[f]); free(sim->piece[f]); free(sim->piece_off[f]);
     }
     free(sim);
 }
@@ -511,10 +511,12 @@ static void compute_bounds(ts_sim *sim, int32_t fmt)
     const ts_format_ops *ops = ts_formats[fmt];
     for (int32_t s = 0; s < sim->n_series; s++) {
         const ts_series *se = &sim->series[s];
-        uint64_t b = 64 + TS_STAMP_MAX + (uint64_t)ops->name_factor * ts_strlen(sim, se->name);
+        uint64_t b = 64 + (uint64_t)ops->name_factor * ts_strlen(sim, se->name);
         for (int32_t k = 0; k < ts_series_ntags(sim, s); k++)
             b += (uint64_t)ops->name_factor * (ts_strlen(sim, ts_series_tag(sim, s, k)->key) +
                                                ts_tag_value_bound(sim, s, k)) + (uint64_t)ops->tag_overhead;
+        sim->pfx_bound[fmt][s] = b;
+        b += TS_STAMP_MAX;
         for (int32_t f = 0; f < se->n_fields; f++)
             b += (uint64_t)ops->name_factor * ts_strlen(sim, sim->fields[se->first_field + f].name) +
                  TS_DOUBLE_MAX_CHARS + 8;
@@ -568,10 +570,8 @@ ts_sim *ts_sim_new(const ts_schema *sc, uint64_t seed, int64_t entity_lo, int64_
 
     int ok = sim->visible && sim->strtab && sim->stroff && sim->parts && sim->tags && sim->series && sim->fields &&
              sim->table && sim->itable;
-    sim->state = malloc(sizeof(double) * (size_t)(sim->n_entities * sim->n_fields + 1));
     sim->scratch = malloc(sizeof(double) * (size_t)sim->max_series_fields);
-    sim->base = malloc(sizeof(uint64_t) * (size_t)(sim->n_entities * sim->n_series + 1));
-    ok = ok && sim->state && sim->scratch && sim->base && compile_steps(sim) == TS_OK && ts_build_items(sim) == TS_OK;
+    ok = ok && sim->scratch && compile_steps(sim) == TS_OK && ts_build_items(sim) == TS_OK;
 
     int64_t late_max = 0;
     if (sim->has_faults) {
@@ -579,30 +579,108 @@ ts_sim *ts_sim_new(const ts_schema *sc, uint64_t seed, int64_t entity_lo, int64_
         if (fa->late > 0 && fa->max_delay > late_max) late_max = fa->max_delay;
     }
     sim->total_epochs = epochs + (epochs > 0 ? late_max : 0);
-    if (ok && late_max > 0) {
-        size_t slots = (size_t)(sim->n_entities * sim->n_series);
-        sim->pend_cap = (int32_t)late_max + 1;
-        sim->pend = malloc(sizeof(ts_pending) * slots * (size_t)sim->pend_cap + 1);
-        sim->pend_n = calloc(slots + 1, sizeof(int32_t));
-        sim->pend_vals = malloc(sizeof(double) * slots * (size_t)sim->pend_cap * (size_t)sim->max_series_fields + 1);
-        ok = sim->pend && sim->pend_n && sim->pend_vals;
-    }
+    if (late_max > 0) sim->pend_cap = (int32_t)late_max + 1;
     uint64_t scratch = 0;
     for (int32_t f = 0; ok && f < TS_FMT_COUNT; f++) {
         sim->bound[f] = malloc(sizeof(uint64_t) * (size_t)sim->n_series);
-        ok = sim->bound[f] != NULL && make_pieces(sim, f) == TS_OK;
+        sim->pfx_bound[f] = malloc(sizeof(uint64_t) * (size_t)sim->n_series);
+        ok = sim->bound[f] && sim->pfx_bound[f] && make_pieces(sim, f) == TS_OK;
         if (ok) compute_bounds(sim, f);
         if (ok && ts_sim_record_bound(sim, f) > scratch) scratch = ts_sim_record_bound(sim, f);
         sim->stamp_epoch[f] = -1;
     }
     if (ok) ok = (sim->pfx_scratch = malloc(scratch + TS_PIECE_PAD)) != NULL;   /* read 32 bytes at a time */
+    sim->cache.fmt = -1;
     if (!ok) {
         ts_sim_free(sim);
         fail(err, err_cap, "out of memory");
         return NULL;
     }
-    for (int64_t el = 0; el < sim->n_entities; el++) init_entity(sim, el);
     return sim;
+}
+
+/* ---- the per-entity memory ------------------------------------------------------ */
+
+/* the bytes of the tag part cache's text before local entity el's: where its first tag
+ * part starts, or, before it has one, all that is built (in epoch 0, entity order) */
+static uint64_t blob_behind(const ts_sim *sim, int64_t el)
+{
+    const ts_prefix_cache *c = &sim->cache;
+    if (c->fmt < 0) return 0;
+    if (el >= sim->n_entities) return c->used;
+    uint64_t e = c->index[(size_t)el * (size_t)sim->n_series];
+    return el < sim->inited && e != UINT64_MAX ? e >> TS_PFX_LEN_BITS : c->used;
+}
+
+#define TS_MEM_ALIGN 4096u   /* each part starts on a page: a part's pages hold only its own entities */
+
+/* bytes per local entity of each part (TS_MEM_*), with the tag parts of format fmt cached (-1: none) */
+static void mem_strides(const ts_sim *sim, int32_t fmt, uint64_t stride[TS_MEM_PARTS])
+{
+    uint64_t ns = (uint64_t)sim->n_series, cap = (uint64_t)sim->pend_cap;
+    stride[TS_MEM_BASE] = sizeof(uint64_t) * ns;
+    stride[TS_MEM_STATE] = sizeof(double) * (uint64_t)sim->n_fields;
+    stride[TS_MEM_PEND_N] = cap ? sizeof(int32_t) * ns : 0;
+    stride[TS_MEM_PEND] = sizeof(ts_pending) * ns * cap;
+    stride[TS_MEM_PEND_VALS] = sizeof(double) * ns * cap * (uint64_t)sim->max_series_fields;
+    stride[TS_MEM_PFX_INDEX] = fmt >= 0 ? sizeof(uint64_t) * ns : 0;
+    stride[TS_MEM_PFX_BLOB] = 0;
+    for (int32_t s = 0; fmt >= 0 && s < sim->n_series; s++) stride[TS_MEM_PFX_BLOB] += sim->pfx_bound[fmt][s];
+}
+
+/* where each part starts; returns the bytes of the whole */
+static uint64_t mem_layout(const ts_sim *sim, int32_t fmt, uint64_t off[TS_MEM_PARTS],
+                           uint64_t stride[TS_MEM_PARTS])
+{
+    uint64_t used = 0;
+    mem_strides(sim, fmt, stride);
+    for (int i = 0; i < TS_MEM_PARTS; i++) {
+        uint64_t pad = i == TS_MEM_PFX_BLOB && fmt >= 0 ? TS_PIECE_PAD : 0;   /* tag parts: read 32 bytes at a time */
+        off[i] = used;
+        used += (stride[i] * (uint64_t)sim->n_entities + pad + TS_MEM_ALIGN - 1) / TS_MEM_ALIGN * TS_MEM_ALIGN;
+    }
+    return used;
+}
+
+uint64_t ts_sim_state_bytes(const ts_sim *sim, int32_t fmt)
+{
+    uint64_t off[TS_MEM_PARTS], stride[TS_MEM_PARTS];
+    if (!sim || fmt < -1 || fmt >= TS_FMT_COUNT) return 0;
+    return mem_layout(sim, fmt, off, stride);
+}
+
+int32_t ts_sim_set_memory(ts_sim *sim, void *mem, uint64_t cap, int32_t fmt)
+{
+    uint64_t off[TS_MEM_PARTS], stride[TS_MEM_PARTS];
+    if (!sim || !mem || sim->mem || ((uintptr_t)mem & 7) || fmt < -1 || fmt >= TS_FMT_COUNT) return TS_ERR_ARG;
+    if (cap < mem_layout(sim, fmt, off, stride)) return TS_ERR_SPACE;
+    char *m = mem;
+    sim->mem = mem;
+    sim->base = (uint64_t *)(m + off[TS_MEM_BASE]);
+    sim->state = (double *)(m + off[TS_MEM_STATE]);
+    sim->pend_n = (int32_t *)(m + off[TS_MEM_PEND_N]);
+    sim->pend = (ts_pending *)(m + off[TS_MEM_PEND]);
+    sim->pend_vals = (double *)(m + off[TS_MEM_PEND_VALS]);
+    sim->cache.fmt = fmt;
+    sim->cache.index = (uint64_t *)(m + off[TS_MEM_PFX_INDEX]);
+    sim->cache.blob = m + off[TS_MEM_PFX_BLOB];
+    sim->cache.cap = stride[TS_MEM_PFX_BLOB] * (uint64_t)sim->n_entities;
+    return TS_OK;
+}
+
+int32_t ts_sim_state_behind(const ts_sim *sim, uint64_t *parts, int32_t max_parts)
+{
+    uint64_t off[TS_MEM_PARTS], stride[TS_MEM_PARTS];
+    if (!sim || !parts || max_parts < TS_MEM_PARTS) return TS_ERR_ARG;
+    mem_layout(sim, sim->cache.fmt, off, stride);
+    int64_t behind = sim->t >= sim->total_epochs ? sim->n_entities : sim->el;
+    for (int i = 0; i < TS_MEM_PARTS; i++) {
+        parts[3 * i] = off[i];
+        parts[3 * i + 1] = stride[i] * (uint64_t)behind;
+        parts[3 * i + 2] = stride[i] * (uint64_t)sim->n_entities;
+    }
+    parts[3 * TS_MEM_PFX_BLOB + 1] = blob_behind(sim, behind);
+    return TS_MEM_PARTS;
 }
 
 uint64_t ts_sim_record_bound(const ts_sim *sim, int32_t fmt)
@@ -625,38 +703,22 @@ typedef struct sink {
     ts_fill_result *res;
 } sink;
 
+/* the tag part of (el, s) in format fmt from the cache, built there the first time;
+ * NULL when fmt is not the one cached (or it does not fit) */
 static const char *cached_prefix(ts_sim *sim, int32_t fmt, int64_t el, int32_t s, size_t *len)
 {
-    ts_prefix_cache *c = &sim->cache[fmt];
-    const ts_format_ops *ops = ts_formats[fmt];
-    size_t slot = (size_t)el * (size_t)sim->n_series + (size_t)s;
-    if (!c->off && !c->full) {
-        size_t slots = (size_t)(sim->n_entities * sim->n_series);
-        c->off = malloc(sizeof(uint32_t) * slots + 1);
-        c->len = malloc(sizeof(uint32_t) * slots + 1);
-        c->cap = 1u << 16;
-        c->blob = malloc(c->cap + TS_PIECE_PAD);   /* prefixes are read 32 bytes at a time */
-        if (!c->off || !c->len || !c->blob) { c->full = 1; return NULL; }
-        memset(c->len, 0xff, sizeof(uint32_t) * slots);
-    }
-    if (c->full && (!c->len || c->len[slot] == UINT32_MAX)) return NULL;
-    if (c->len[slot] == UINT32_MAX) {
-        size_t need = sim->bound[fmt][s];
-        if (c->used + need > c->cap) {
-            size_t ncap = c->cap * 2;
-            while (ncap < c->used + need) ncap *= 2;
-            char *nb = ncap <= TS_PREFIX_CACHE_MAX ? realloc(c->blob, ncap + TS_PIECE_PAD) : NULL;
-            if (!nb) { c->full = 1; return NULL; }
-            c->blob = nb;
-            c->cap = ncap;
-        }
-        size_t n = ops->prefix(sim, sim->entity_lo + el, s, -1, c->blob + c->used);
-        c->off[slot] = (uint32_t)c->used;
-        c->len[slot] = (uint32_t)n;
+    ts_prefix_cache *c = &sim->cache;
+    if (fmt != c->fmt) return NULL;
+    uint64_t *e = &c->index[(size_t)el * (size_t)sim->n_series + (size_t)s];
+    if (*e == UINT64_MAX) {
+        if (c->cap - c->used < sim->pfx_bound[fmt][s]) return NULL;
+        size_t n = ts_formats[fmt]->prefix(sim, sim->entity_lo + el, s, -1, c->blob + c->used);
+        if (n >> TS_PFX_LEN_BITS) return NULL;
+        *e = (uint64_t)c->used << TS_PFX_LEN_BITS | n;
         c->used += n;
     }
-    *len = c->len[slot];
-    return c->blob + c->off[slot];
+    *len = (size_t)(*e & ((UINT64_C(1) << TS_PFX_LEN_BITS) - 1));
+    return c->blob + (*e >> TS_PFX_LEN_BITS);
 }
 
 /* write one record; 0 when it does not fit */
@@ -704,10 +766,11 @@ static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, cons
             stamp = local;
         }
         size_t plen = 0;
-        const char *pfx = null_tag < 0 ? cached_prefix(sim, k->fmt, el, s, &plen) : NULL;
+        const char *pfx = cached_prefix(sim, k->fmt, el, s, &plen);   /* built in the cursor's order */
+        if (null_tag >= 0) pfx = NULL;
         ts_rec r = {sim->entity_lo + el, s, time_ns, vals, null_field, null_tag};
         if (!pfx) {
-            /* not cached (a null tag, or the cache budget is spent): build it now */
+            /* not from the cache (a null tag, or a format other than the cached one): build it now */
             plen = ops->prefix(sim, r.entity, s, null_tag, sim->pfx_scratch);
             pfx = sim->pfx_scratch;
         }
@@ -747,11 +810,13 @@ static int32_t run(ts_sim *sim, sink *k, int64_t *marks, int64_t marks_cap)
 {
     ts_fill_result *res = k->res;
     int32_t rc = TS_OK, bad;
+    if (!sim->mem) return TS_ERR_ARG;   /* no ts_sim_set_memory yet */
     res->first_epoch = sim->t;
     res->n_marks = 0;
     if (sim->n_entities == 0) sim->t = sim->total_epochs;
     while (sim->t < sim->total_epochs) {
         size_t slot = (size_t)sim->el * (size_t)sim->n_series + (size_t)sim->s;
+        if (sim->el == sim->inited) init_entity(sim, sim->inited++);   /* epoch 0 reaches it */
         if (sim->stage == 0) {
             if (sim->pend_cap) {
                 int32_t i;

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 /* CDEF BEGIN */
-#define TS_API_VERSION 9
+#define TS_API_VERSION 10
 
 /* step distributions: normal(mean=a, sd=b) | uniform[a, b) | constant a */
 enum { TS_DIST_NORMAL = 0, TS_DIST_UNIFORM = 1, TS_DIST_CONST = 2 };
@@ -154,11 +154,32 @@ int32_t ts_api_version(void);
 const char *ts_build_id(void);
 
 /* a new simulator of entities [entity_lo, entity_hi) over epochs ticks of
- * interval_ns from start_ns; NULL on error, with a message in err */
+ * interval_ns from start_ns; NULL on error, with a message in err. It fills
+ * nothing until it is handed its per-entity memory (ts_sim_set_memory). */
 ts_sim *ts_sim_new(const ts_schema *schema, uint64_t seed, int64_t entity_lo, int64_t entity_hi,
                    int64_t start_ns, int64_t interval_ns, int64_t epochs,
                    char *err, size_t err_cap);
 void ts_sim_free(ts_sim *sim);
+
+/* the bytes of per-entity memory the simulator needs (its state, stream keys and
+ * late-entry rings, and a cache of each entity's tag parts in format fmt, -1: none),
+ * which the caller provides, in memory or mapped from a file. The cache's text is
+ * sized by a bound: the bytes used are what was built (pages never written stay
+ * untouched) */
+uint64_t ts_sim_state_bytes(const ts_sim *sim, int32_t fmt);
+
+/* hand the simulator its per-entity memory, once, before the first fill: mem (8-byte
+ * aligned, any content: each entity's part is set when the first epoch reaches it) of
+ * cap >= ts_sim_state_bytes(sim, fmt) bytes, kept by the caller until ts_sim_free. Fills
+ * in format fmt take tag parts from the cache; others build them for each record.
+ * TS_ERR_ARG, TS_ERR_SPACE (cap too small) or TS_OK */
+int32_t ts_sim_set_memory(ts_sim *sim, void *mem, uint64_t cap, int32_t fmt);
+
+/* where the cursor stands in that memory: per part (7 of them), three numbers: its
+ * offset in mem, the bytes at its start that the rest of the current epoch does not
+ * touch (the entities behind the cursor; all of it once the simulation is done), and
+ * its bytes. Returns the number of parts, or TS_ERR_ARG (max_parts < 7) */
+int32_t ts_sim_state_behind(const ts_sim *sim, uint64_t *parts, int32_t max_parts);
 
 /* bytes a single record of the schema can take at most in format fmt */
 uint64_t ts_sim_record_bound(const ts_sim *sim, int32_t fmt);

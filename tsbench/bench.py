@@ -47,7 +47,8 @@ def measure(args: list[str]) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"benchmark command failed: {err}")
     gen = re.search(r" in ([0-9.]+) s \(.*?(?:, (\d+) processes)?\)", err)   # the summary: after start-up
-    return {"wall": wall, "peak_total": peak_total, "peak_one": peak_one,
+    state = re.search(r"state in a file of ([0-9,]+) MB", err)        # the summary says where the state was
+    return {"wall": wall, "peak_total": peak_total, "peak_one": peak_one, "state_file_mb": state[1] if state else None,
             "gen": float(gen[1]) if gen else None, "used": int(gen[2] or 1) if gen else None}
 
 
@@ -75,7 +76,7 @@ def phases(a, rows: int, command_cpu: float) -> None:
     from .native import Simulator
 
     ds = resolve(DatasetSpec(use_case="devops", scale=a.scale, end=a.end, seed=123))
-    new = lambda: Simulator(ds.compiled, 123, 0, ds.entities, ds.start_ns, ds.interval_ns, ds.epochs)
+    new = lambda: Simulator(ds.compiled, 123, 0, ds.entities, ds.start_ns, ds.interval_ns, ds.epochs, cache=a.format)
     sim_s = statistics.median(_timed(lambda: _simulate_all(new())) for _ in range(a.runs))
     buf = bytearray(max(BUF_BYTES, 2 * new().record_bound(a.format)))
     fill_s = statistics.median(_timed(lambda: _fill_all(new(), a.format, buf)) for _ in range(a.runs))

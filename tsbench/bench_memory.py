@@ -1,6 +1,7 @@
 """Benchmark of memory (`nox -s bench_memory`): the peak PSS of a whole
 `generate` command's process tree (phase 1) at growing scales, 1 and 2
-processes, and the reference engine of phase 5 (build seconds, PSS it adds,
+processes (the simulators' state beyond its budget lives in a file: the rows say
+how large), and the reference engine of phase 5 (build seconds, PSS it adds,
 and the same answers read back from its disk cache). PSS counts a page shared
 by n processes 1/n in each; summed RSS would count it n times. Figures come
 from here, never from timed tests."""
@@ -19,7 +20,8 @@ import psutil
 from .bench import measure
 
 SCALES = {100: ("2016-01-02T00:00:00Z", "1 day"), 10_000: ("2016-01-01T00:10:00Z", "10 min"),
-          100_000: ("2016-01-01T00:01:00Z", "1 min")}     # hosts: the end (from 2016-01-01), the span
+          100_000: ("2016-01-01T00:01:00Z", "1 min"),
+          1_000_000: ("2016-01-01T00:00:20Z", "20 s")}   # hosts: the end (from 2016-01-01), the span
 REFERENCE_TYPES = ["max-cpu-1", "max-cpu-8", "single-groupby-1-1-1", "double-groupby-all", "lastpoint"]
 
 
@@ -29,8 +31,9 @@ def generator(processes: list[int]) -> None:
         for p in processes:
             r = measure([sys.executable, "-m", "tsbench", "generate", "--scale", str(scale), "--end", end,
                          "--seed", "123", "-o", "/dev/null", "-j", str(p)])
-            print(f"  {scale:>7,} hosts x {span:<6} -j{p} ({r['used']} used): {r['peak_total'] / 2**20:7.1f} MiB PSS"
-                  f" ({r['peak_one'] / 2**20:.1f} MiB RSS)  {r['wall']:.1f} s")
+            where = f"state in a file of {r['state_file_mb']} MB" if r["state_file_mb"] else "state in memory"
+            print(f"  {scale:>9,} hosts x {span:<6} -j{p} ({r['used']} used): {r['peak_total'] / 2**20:7.1f} MiB PSS"
+                  f" ({r['peak_one'] / 2**20:.1f} MiB RSS)  {r['wall']:.1f} s  {where}", flush=True)
 
 
 def _reference_child(end: str, cache: str) -> None:

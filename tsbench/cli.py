@@ -125,6 +125,7 @@ def generate(use_case, scale, start, end, interval, seed, fmt, output, compress,
     """
     from .dataset import DatasetSpec, resolve
     from .generate import generate as run
+    from .simmemory import disclose
 
     spec = DatasetSpec(use_case=use_case, scale=scale, start=start, end=end, interval=interval, seed=seed,
                        params=_params(params), schema_file=schema_file)
@@ -137,7 +138,7 @@ def generate(use_case, scale, start, end, interval, seed, fmt, output, compress,
                 rate = m["rows"] / t["seconds"] if t["seconds"] else 0
                 procs = f", {t['processes']} processes" if t["processes"] > 1 else ""
                 click.echo(f"{m['rows']:,} rows, {m['values']:,} values, {m['bytes']:,} bytes "
-                           f"in {t['seconds']:.2f} s ({rate:,.0f} rows/s{procs})", err=True)
+                           f"in {t['seconds']:.2f} s ({rate:,.0f} rows/s{procs}){disclose(t['memory'])}", err=True)
 
 
 @cli.command()

@@ -10,6 +10,11 @@ processes started are picked from the work (plan_processes), as starting one
 without enough rows for it costs more than it saves, and one process is kept
 when a process's share of an epoch would not fit in its slots (plan_merge). --groups N without
 --group writes N files, one per group.
+
+Memory stays bounded at any scale: the processes of one generate share one
+simmemory.Budget, and a simulator's per-entity state beyond its share lives in a
+file with no name under tsbench's home (tmp/); the manifest's timing and the summary
+say so, with the file's size.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import sys
 import time
 from collections import deque
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,6 +38,7 @@ from . import __version__
 from .dataset import Dataset
 from .errors import UserError
 from .native import FORMATS, MERGE_DONE, MERGE_NEED, Merger, Simulator
+from .simmemory import Budget, summary as memory_summary
 
 BUF_BYTES = 256 << 10     # one fill's buffer (fits the L2 cache)
 SLOT_BYTES = 4 << 20      # a worker's buffer: large, so the hand-offs between processes are few
@@ -52,6 +58,7 @@ class Totals:
     rows: int = 0
     values: int = 0
     bytes: int = 0
+    memory: list = field(default_factory=list)   # per simulator: where its state lived (simmemory)
 
     def add(self, rows: int, values: int, nbytes: int) -> None:
         self.rows += rows
@@ -175,8 +182,9 @@ class Progress:
 
 # ---- one process ------------------------------------------------------------------------
 
-def _run_single(ds: Dataset, fmt: str, lo: int, hi: int, sink: Sink, progress: Progress) -> Totals:
-    sim = Simulator(ds.compiled, ds.spec.seed, lo, hi, ds.start_ns, ds.interval_ns, ds.epochs)
+def _run_single(ds: Dataset, fmt: str, lo: int, hi: int, sink: Sink, progress: Progress,
+                budget: Budget) -> Totals:
+    sim = Simulator(ds.compiled, ds.spec.seed, lo, hi, ds.start_ns, ds.interval_ns, ds.epochs, budget, fmt)
     buf = bytearray(max(BUF_BYTES, 2 * sim.record_bound(fmt)))
     view = memoryview(buf)
     tot = Totals()
@@ -186,6 +194,7 @@ def _run_single(ds: Dataset, fmt: str, lo: int, hi: int, sink: Sink, progress: P
         tot.add(r.rows, r.values, r.bytes)
         progress.update(r.epoch)
         if r.done:
+            tot.memory.append(sim.memory.describe())
             return tot
 
 
@@ -207,8 +216,8 @@ def _release(w: _Worker, k: int) -> None:
         pass
 
 
-def _worker_main(ds: Dataset, fmt: str, lo: int, hi: int, slots, conn) -> None:
-    sim = Simulator(ds.compiled, ds.spec.seed, lo, hi, ds.start_ns, ds.interval_ns, ds.epochs)
+def _worker_main(ds: Dataset, fmt: str, lo: int, hi: int, slots, conn, budget: Budget) -> None:
+    sim = Simulator(ds.compiled, ds.spec.seed, lo, hi, ds.start_ns, ds.interval_ns, ds.epochs, budget, fmt)
     free = deque(range(len(slots)))
     while True:
         if not free:
@@ -221,14 +230,15 @@ def _worker_main(ds: Dataset, fmt: str, lo: int, hi: int, slots, conn) -> None:
             conn.send(exc)
             conn.close()
             return
-        conn.send((k, r))
+        conn.send((k, r, sim.memory.describe() if r.done else None))
         if r.done:
             conn.close()
             return
 
 
-def _start_workers(ds: Dataset, fmt: str, lo: int, hi: int, processes: int) -> list[_Worker]:
-    """One process per contiguous slice of [lo, hi), each with SLOTS shared buffers."""
+def _start_workers(ds: Dataset, fmt: str, lo: int, hi: int, processes: int, budget: Budget) -> list[_Worker]:
+    """One process per contiguous slice of [lo, hi), each with SLOTS shared buffers and
+    its share of the budget."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
@@ -239,7 +249,8 @@ def _start_workers(ds: Dataset, fmt: str, lo: int, hi: int, processes: int) -> l
         wlo, whi = lo + i * (hi - lo) // processes, lo + (i + 1) * (hi - lo) // processes
         slots = [(mmap.mmap(-1, size), mmap.mmap(-1, MARKS * 8)) for _ in range(SLOTS)]
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_worker_main, args=(ds, fmt, wlo, whi, slots, child), daemon=True)
+        proc = ctx.Process(target=_worker_main, args=(ds, fmt, wlo, whi, slots, child, budget.share(processes)),
+                           daemon=True)
         proc.start()
         child.close()
         workers.append(_Worker(proc, parent, slots))
@@ -256,7 +267,9 @@ def _feed_next(w: _Worker, i: int, merger: Merger, tot: Totals) -> None:
         raise RuntimeError(f"a generator process died (exit code {w.proc.exitcode})") from None
     if isinstance(msg, UserError):
         raise msg
-    k, fill = msg
+    k, fill, described = msg
+    if described:
+        tot.memory.append(described)
     w.held = k
     tot.add(fill.rows, fill.values, 0)
     data, marks = w.slots[k]
@@ -264,10 +277,10 @@ def _feed_next(w: _Worker, i: int, merger: Merger, tot: Totals) -> None:
 
 
 def _run_parallel(ds: Dataset, fmt: str, lo: int, hi: int, processes: int, sink: Sink,
-                  progress: Progress) -> Totals:
+                  progress: Progress, budget: Budget) -> Totals:
     """Workers simulate slices into shared slots; the C merge interleaves them epoch by epoch,
     handing out long segments where the workers wrote them (no copy in this process)."""
-    workers = _start_workers(ds, fmt, lo, hi, processes)
+    workers = _start_workers(ds, fmt, lo, hi, processes, budget)
     merger = Merger(processes, MERGE_BYTES)
     tot = Totals()
     try:
@@ -309,7 +322,7 @@ def plan_processes(ds: Dataset, lo: int, hi: int, requested: int, cpus: int | No
 
 def epoch_bytes(ds: Dataset, fmt: str, entity: int) -> int:
     """The bytes one entity writes in the first epoch (a one-entity simulator's first fill)."""
-    sim = Simulator(ds.compiled, ds.spec.seed, entity, entity + 1, ds.start_ns, ds.interval_ns, ds.epochs)
+    sim = Simulator(ds.compiled, ds.spec.seed, entity, entity + 1, ds.start_ns, ds.interval_ns, ds.epochs, cache=fmt)
     buf = bytearray(max(BUF_BYTES, 2 * sim.record_bound(fmt)))
     return sim.fill(fmt, buf, np.zeros(2, np.int64)).bytes       # two marks: the fill stops after epoch 0
 
@@ -328,8 +341,10 @@ def plan_merge(ds: Dataset, fmt: str, lo: int, hi: int, processes: int) -> int:
 # ---- the phase --------------------------------------------------------------------------
 
 def generate_file(ds: Dataset, fmt: str, path: str, compression: str, group: int, groups: int,
-                  processes: int, show_progress: bool) -> dict | None:
-    """Write group `group` of `groups` to `path`; returns the manifest (None for stdout)."""
+                  processes: int, show_progress: bool, budget: Budget | None = None) -> dict | None:
+    """Write group `group` of `groups` to `path`, its simulators within `budget`; returns
+    the manifest (None for stdout)."""
+    budget = budget or Budget()
     lo, hi = ds.group_range(group, groups)
     processes = plan_merge(ds, fmt, lo, hi, plan_processes(ds, lo, hi, processes))
     t0, c0 = time.perf_counter(), _cpu_seconds()
@@ -338,9 +353,9 @@ def generate_file(ds: Dataset, fmt: str, path: str, compression: str, group: int
                         show_progress)
     try:
         if processes == 1:
-            tot = _run_single(ds, fmt, lo, hi, sink, progress)
+            tot = _run_single(ds, fmt, lo, hi, sink, progress, budget)
         else:
-            tot = _run_parallel(ds, fmt, lo, hi, processes, sink, progress)
+            tot = _run_parallel(ds, fmt, lo, hi, processes, sink, progress, budget)
     finally:
         progress.close()
         sink.close()
@@ -358,7 +373,8 @@ def generate_file(ds: Dataset, fmt: str, path: str, compression: str, group: int
         "bytes": tot.bytes,
         "file_bytes": sink.file_bytes,
         "sha256": sink.sha.hexdigest() if sink.sha else None,
-        "timing": {"seconds": round(elapsed, 3), "cpu_seconds": round(cpu, 3), "processes": processes},
+        "timing": {"seconds": round(elapsed, 3), "cpu_seconds": round(cpu, 3), "processes": processes,
+                   "memory": memory_summary(tot.memory, budget)},
     }
     if sink.regular:
         pathlib.Path(path + ".manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
@@ -374,8 +390,8 @@ def group_paths(path: str, groups: int) -> list[str]:
 
 
 def _one_group(args) -> dict | None:
-    ds, fmt, path, compression, group, groups = args
-    return generate_file(ds, fmt, path, compression, group, groups, 1, False)
+    ds, fmt, path, compression, group, groups, budget = args
+    return generate_file(ds, fmt, path, compression, group, groups, 1, False, budget)
 
 
 def check_nonempty(ds: Dataset) -> None:
@@ -403,10 +419,11 @@ def generate(ds: Dataset, fmt: str, output: str, compress: str | None = None, gr
     if output == "-":
         raise UserError("--output: --groups N without --group writes N files; give a file name, not -")
     paths = group_paths(output, groups)
-    jobs = [(ds, fmt, p, compression, i, groups) for i, p in enumerate(paths)]
     progress = Progress(groups, f"generate {groups} files", show_progress)
     out: list[dict | None] = []
     processes = plan_processes(ds, 0, ds.entities, min(processes, groups))
+    budget = Budget().share(processes)      # the pool's processes run at once
+    jobs = [(ds, fmt, p, compression, i, groups, budget) for i, p in enumerate(paths)]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 

@@ -14,8 +14,9 @@ import numpy as np
 from .buildid import source_hash
 from .errors import UserError
 from .schema import FAULT_SETTINGS, Compiled
+from .simmemory import Budget, allocate
 
-API_VERSION = 9  # TS_API_VERSION of the csrc/tsbench.h this package was written against
+API_VERSION = 10  # TS_API_VERSION of the csrc/tsbench.h this package was written against
 
 FORMATS = {"influx": 0, "csv": 1}  # TS_FMT_* values
 
@@ -54,6 +55,7 @@ def _check_build() -> None:
 _check_build()
 
 _ERRORS = {-1: "bad argument", -2: "out of memory", -3: "buffer too small for one record"}
+_STATE_PARTS = 7   # the parts of a simulator's per-entity memory (ts_sim_state_behind)
 ERR_VALUE = -5   # TS_ERR_VALUE: a written value is +/-Inf or NaN
 
 
@@ -85,10 +87,13 @@ def _fill(res) -> Fill:
 
 class Simulator:
     """A C simulator of a compiled schema over entities [lo, hi) and `epochs`
-    ticks of `interval_ns` from `start_ns`."""
+    ticks of `interval_ns` from `start_ns`. Its per-entity memory (state, and the tag
+    parts of format `cache`, None: none) is in memory within `budget`, else in a file
+    (simmemory)."""
 
     def __init__(self, compiled: Compiled, seed: int, entity_lo: int, entity_hi: int,
-                 start_ns: int, interval_ns: int, epochs: int):
+                 start_ns: int, interval_ns: int, epochs: int, budget: Budget | None = None,
+                 cache: str | None = "influx"):
         keep = []
 
         def arr(ctype: str, values):
@@ -130,10 +135,33 @@ class Simulator:
         if sim == ffi.NULL:
             raise UserError(f"schema rejected by the C core: {ffi.string(err).decode()}")
         self._sim = ffi.gc(sim, lib.ts_sim_free)
+        self._budget, self._cache_fmt, self.memory = budget or Budget(), FORMATS[cache] if cache else -1, None
         self._res = ffi.new("ts_fill_result *")
         self._compiled, self._start_ns, self._interval_ns = compiled, start_ns, interval_ns
         self.n_series = len(compiled.series)
         self.max_tags = max(compiled.n_entity_tags + s[4] for s in compiled.series)
+
+    def _set_memory(self) -> None:
+        """Before the first fill: hand the C simulator its per-entity memory (simmemory.allocate)."""
+        fmt = self._cache_fmt
+        self.memory = allocate(int(lib.ts_sim_state_bytes(self._sim, fmt)), self._budget)
+        self._mem = ffi.from_buffer(self.memory.buf, require_writable=True)   # alive as long as the simulator
+        self._parts = ffi.new("uint64_t[]", 3 * _STATE_PARTS)
+        _check(lib.ts_sim_set_memory(self._sim, self._mem, len(self._mem), fmt), "set_memory")
+
+    def _ready(self):
+        """The C simulator, with its memory."""
+        if self.memory is None:
+            self._set_memory()
+        return self._sim
+
+    def _release(self) -> None:
+        """After a fill: a state in a file hands back its pages behind the cursor."""
+        if self.memory is not None and self.memory.in_file:
+            n = lib.ts_sim_state_behind(self._sim, self._parts, _STATE_PARTS)
+            _check(n, "state_behind")
+            p = self._parts
+            self.memory.release([(p[3 * i], p[3 * i + 1], p[3 * i + 2]) for i in range(n)])
 
     def record_bound(self, fmt: str) -> int:
         return int(lib.ts_sim_record_bound(self._sim, FORMATS[fmt]))
@@ -146,21 +174,23 @@ class Simulator:
             cm, mcap = ffi.NULL, 0
         else:
             cm, mcap = ffi.cast("int64_t *", marks.ctypes.data), len(marks)
-        self._check_fill(lib.ts_sim_fill(self._sim, FORMATS[fmt], cbuf, len(cbuf), cm, mcap, self._res), "fill")
+        self._check_fill(lib.ts_sim_fill(self._ready(), FORMATS[fmt], cbuf, len(cbuf), cm, mcap, self._res), "fill")
         return _fill(self._res)
 
     def fill_rows(self, fmt: str, buf, max_rows: int) -> Fill:
         """Fill `buf` with whole records, at most max_rows of them."""
         cbuf = ffi.from_buffer(buf, require_writable=True)
-        self._check_fill(lib.ts_sim_fill_rows(self._sim, FORMATS[fmt], cbuf, len(cbuf), max_rows, self._res), "fill")
+        rc = lib.ts_sim_fill_rows(self._ready(), FORMATS[fmt], cbuf, len(cbuf), max_rows, self._res)
+        self._check_fill(rc, "fill")
         return _fill(self._res)
 
     def simulate(self, max_rows: int) -> Fill:
         """(Benchmarks) make up to max_rows records' values as a fill would, without formatting them."""
-        self._check_fill(lib.ts_sim_simulate(self._sim, max_rows, self._res), "simulate")
+        self._check_fill(lib.ts_sim_simulate(self._ready(), max_rows, self._res), "simulate")
         return _fill(self._res)
 
     def _check_fill(self, rc: int, what: str) -> None:
+        self._release()
         if rc == ERR_VALUE:
             raise NonFiniteError(self._nonfinite(int(self._res.bad_field), int(self._res.bad_time)))
         _check(rc, what)
@@ -192,7 +222,7 @@ class Simulator:
         c.delay = ffi.cast("int32_t *", cols["delay"].ctypes.data)
         c.values = ffi.cast("double *", cols["values"].ctypes.data)
         c.width = width
-        self._check_fill(lib.ts_sim_fill_columns(self._sim, c, cap, self._res), "fill_columns")
+        self._check_fill(lib.ts_sim_fill_columns(self._ready(), c, cap, self._res), "fill_columns")
         res = _fill(self._res)
         return res, {k: v[: res.rows] for k, v in cols.items()}
 

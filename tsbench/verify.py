@@ -40,7 +40,7 @@ def _simulated(ds, lo: int, hi: int, width: int) -> list[tuple[int, int]]:
 
     n = len(ds.schema.series)
     rows, values = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    sim = Simulator(ds.compiled, ds.spec.seed, lo, hi, ds.start_ns, ds.interval_ns, ds.epochs)
+    sim = Simulator(ds.compiled, ds.spec.seed, lo, hi, ds.start_ns, ds.interval_ns, ds.epochs, cache=None)
     while True:
         r, c = sim.fill_columns(CHUNK, max(width, 1))
         rows += np.bincount(c["series"], minlength=n)

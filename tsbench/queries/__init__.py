@@ -53,7 +53,7 @@ def context(ds: Dataset) -> DatasetContext:
     from ..datafile import tables_of
     from ..native import Simulator
 
-    sim = Simulator(ds.compiled, ds.spec.seed, 0, ds.entities, ds.start_ns, ds.interval_ns, ds.epochs)
+    sim = Simulator(ds.compiled, ds.spec.seed, 0, ds.entities, ds.start_ns, ds.interval_ns, ds.epochs, cache=None)
     tags = {t.key: _EntityValues(sim, k, ds.entities) for k, t in enumerate(ds.schema.entity_tags)}
     return DatasetContext(ds.spec.use_case, tables_of(ds, 0, 0), ds.start_ns, ds.end_ns, ds.interval_ns,
                           ds.entities, tags)

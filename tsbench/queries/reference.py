@@ -40,7 +40,7 @@ class Reference:
 
     def _load(self) -> None:
         ds, sch = self.ds, self.ds.schema
-        sim = Simulator(ds.compiled, ds.spec.seed, 0, ds.entities, ds.start_ns, ds.interval_ns, ds.epochs)
+        sim = Simulator(ds.compiled, ds.spec.seed, 0, ds.entities, ds.start_ns, ds.interval_ns, ds.epochs, cache=None)
         width = max(sum(1 for f in se.fields if not f.hidden) for se in sch.series)
         tagvals = []                     # per series: array[entity, tag] of values
         for s, _ in enumerate(sch.series):

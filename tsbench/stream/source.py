@@ -21,7 +21,8 @@ class BatchSource:
     live in the source's buffer: call next() again only once the last batch is answered."""
 
     def __init__(self, ds: Dataset, fmt: str, lo: int, hi: int, epochs: int, batch_rows: int):
-        self.sim = native.Simulator(ds.compiled, ds.spec.seed, lo, hi, ds.start_ns, ds.interval_ns, epochs)
+        self.sim = native.Simulator(ds.compiled, ds.spec.seed, lo, hi, ds.start_ns, ds.interval_ns, epochs,
+                                     cache=fmt)
         self.fmt, self.batch_rows = fmt, batch_rows
         self.bound = self.sim.record_bound(fmt)          # the longest a record can be (far above the mean)
         self.buf = bytearray(max(START_BYTES, 2 * self.bound))
