@@ -17,7 +17,7 @@ static inline size_t put(char *out, const char *s, size_t n)
 
 static inline size_t put_value(const ts_field *fd, double v, char *out)
 {
-    if (fd->type == TS_TYPE_INT) return ts_fmt_i64((int64_t)v, out);
+    if (fd->type == TS_TYPE_INT) return ts_fmt_i64_rec((int64_t)v, out);
     return ts_format_double(v, out);
 }
 
@@ -105,7 +105,7 @@ static inline size_t influx_items(const ts_sim *sim, int32_t s, const double *va
             memcpy(out + n, sim->item_text + it->off, it->len);
         n += it->len;
         if (it->is_int) {
-            n += ts_fmt_i64((int64_t)vals[it->f], out + n);
+            n += ts_fmt_i64_rec((int64_t)vals[it->f], out + n);
             out[n++] = 'i';
         } else {
             n += ts_format_double(vals[it->f], out + n);
@@ -217,7 +217,7 @@ static inline size_t csv_items(const ts_sim *sim, int32_t s, const double *vals,
     for (; it < end; it++) {
         out[n++] = ',';
         if (it->is_int)
-            n += ts_fmt_i64((int64_t)vals[it->f], out + n);
+            n += ts_fmt_i64_rec((int64_t)vals[it->f], out + n);
         else
             n += ts_format_double(vals[it->f], out + n);
     }
