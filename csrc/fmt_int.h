@@ -133,6 +133,14 @@ static inline size_t ts_put_digits8_trim(uint32_t x, char *out)
 static inline size_t ts_fmt_u64_rec(uint64_t v, char *out)
 {
 #ifdef TS_FMT_INT_PIECES
+    if (v < 10000) {                    /* four digits or fewer: one table entry */
+        uint32_t d;
+        memcpy(&d, ts_digit_quads + 4 * v, 4);
+        int lz = __builtin_ctz((d - UINT32_C(0x30303030)) | (UINT32_C(1) << 24)) >> 3;
+        d >>= 8 * lz;
+        memcpy(out, &d, 4);
+        return (size_t)(4 - lz);
+    }
     if (v < UINT64_C(100000000)) return ts_put_digits8_trim((uint32_t)v, out);
     if (v < UINT64_C(10000000000000000)) {
         uint64_t hi = v / UINT64_C(100000000);

@@ -93,25 +93,31 @@ static size_t influx_record(const ts_sim *sim, const ts_rec *r, const char *pfx,
     return n;
 }
 
-/* the field part of a record with no null field, from the series' items */
+/* the field part of a record with no null field, from the series' items;
+ * what the loop needs is read into locals first, as the stores to out could
+ * alias anything (no reloads after each copy) */
 static inline size_t influx_items(const ts_sim *sim, int32_t s, const double *vals, char *out)
 {
     const ts_item *it = sim->items + sim->item_first[s], *end = sim->items + sim->item_first[s + 1];
-    size_t n = 0;
+    const char *text = sim->item_text;
+    char *o = out;
     for (; it < end; it++) {
-        if (it->len <= TS_PIECE_PAD)
-            memcpy(out + n, sim->item_text + it->off, TS_PIECE_PAD);   /* fixed size: the bound covers it */
+        uint32_t len = it->len, off = it->off;
+        int32_t f = it->f, is_int = it->is_int;
+        double v = vals[f];
+        if (len <= TS_PIECE_PAD)
+            memcpy(o, text + off, TS_PIECE_PAD);   /* fixed size: the bound covers it */
         else
-            memcpy(out + n, sim->item_text + it->off, it->len);
-        n += it->len;
-        if (it->is_int) {
-            n += ts_fmt_i64_rec((int64_t)vals[it->f], out + n);
-            out[n++] = 'i';
+            memcpy(o, text + off, len);
+        o += len;
+        if (is_int) {
+            o += ts_fmt_i64_rec((int64_t)v, o);
+            *o++ = 'i';
         } else {
-            n += ts_format_double(vals[it->f], out + n);
+            o += ts_format_double(v, o);
         }
     }
-    return n;
+    return (size_t)(o - out);
 }
 
 static size_t influx_record_fast(const ts_sim *sim, const ts_rec *r, const char *pfx, size_t plen,
@@ -213,15 +219,17 @@ static size_t csv_stamp(int64_t time_ns, char *out)
 static inline size_t csv_items(const ts_sim *sim, int32_t s, const double *vals, char *out)
 {
     const ts_item *it = sim->items + sim->item_first[s], *end = sim->items + sim->item_first[s + 1];
-    size_t n = 0;
+    char *o = out;
     for (; it < end; it++) {
-        out[n++] = ',';
-        if (it->is_int)
-            n += ts_fmt_i64_rec((int64_t)vals[it->f], out + n);
+        int32_t is_int = it->is_int;
+        double v = vals[it->f];
+        *o++ = ',';
+        if (is_int)
+            o += ts_fmt_i64_rec((int64_t)v, o);
         else
-            n += ts_format_double(vals[it->f], out + n);
+            o += ts_format_double(v, o);
     }
-    return n;
+    return (size_t)(o - out);
 }
 
 static size_t csv_record(const ts_sim *sim, const ts_rec *r, const char *pfx, size_t plen,

@@ -160,7 +160,7 @@ size_t ts_tag_value(const ts_sim *sim, int64_t entity, int32_t s, int32_t pos, c
 /* an upper bound on the length of that value */
 size_t ts_tag_value_bound(const ts_sim *sim, int32_t s, int32_t pos);
 
-size_t ts_format_double(double v, char *out);
+__attribute__((visibility("hidden"))) size_t ts_format_double(double v, char *out);
 /* copy n bytes from src (readable up to a multiple of TS_PIECE_PAD past
  * n) to out (writable as far), in fixed-size pieces: no call */
 static inline size_t ts_put_padded(char *out, const char *src, size_t n)
