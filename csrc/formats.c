@@ -110,13 +110,12 @@ static inline size_t influx_items(const ts_sim *sim, int32_t s, const double *va
         else
             memcpy(o, text + off, len);
         o += len;
-        if (is_int) {
-            o += ts_fmt_i64_rec((int64_t)v, o);
-            *o++ = 'i';
-        } else {
+        if (is_int)
+            o += ts_fmt_i64_rec((int64_t)v, o);   /* its 'i' starts the next item's text */
+        else
             o += ts_format_double(v, o);
-        }
     }
+    if (end > sim->items + sim->item_first[s] && end[-1].is_int) *o++ = 'i';
     return (size_t)(o - out);
 }
 
@@ -257,7 +256,7 @@ static size_t csv_record(const ts_sim *sim, const ts_rec *r, const char *pfx, si
 int ts_build_items(ts_sim *sim)
 {
     size_t cap = TS_PIECE_PAD + 1;
-    for (int32_t f = 0; f < sim->n_fields; f++) cap += 2 * ts_strlen(sim, sim->fields[f].name) + 2;
+    for (int32_t f = 0; f < sim->n_fields; f++) cap += 2 * ts_strlen(sim, sim->fields[f].name) + 3;
     for (int32_t s = 0; s < sim->n_series; s++) cap += 2 * ts_strlen(sim, sim->series[s].name) + 3;
     sim->items = malloc(sizeof(ts_item) * (size_t)sim->n_fields + 1);
     sim->item_first = malloc(sizeof(int32_t) * ((size_t)sim->n_series + 1));
@@ -280,6 +279,8 @@ int ts_build_items(ts_sim *sim)
             it->f = f;
             it->is_int = fd->type == TS_TYPE_INT;
             it->off = (uint32_t)used;
+            if (k > sim->item_first[s] && sim->items[k - 1].is_int)
+                sim->item_text[used++] = 'i';   /* the previous value's integer suffix */
             sim->item_text[used++] = k == sim->item_first[s] ? ' ' : ',';
             used += influx_piece(sim, se->first_field + f, sim->item_text + used);
             it->len = (uint32_t)(used - it->off);

@@ -32,8 +32,9 @@ enum { TS_STEP_CWALK_N = 0, TS_STEP_MWALK_N = 1, TS_STEP_WALK_N = 2, TS_STEP_OTH
 #define TS_PREFIX_CACHE_MAX (64u << 20)
 
 /* one written field of a series, in order: what a record with no null field
- * writes for it. Influx writes text[off, off + len) first (the separator, the
- * escaped name and '='), CSV a comma. */
+ * writes for it. Influx writes text[off, off + len) first (the previous
+ * value's 'i' when that was an integer, the separator, the escaped name and
+ * '='), CSV a comma. */
 typedef struct ts_item {
     int32_t f;             /* field index within the series */
     int32_t is_int;        /* TS_TYPE_INT */
