@@ -145,7 +145,17 @@ static inline size_t ts_fmt_u64_rec(uint64_t v, char *out)
     if (v < UINT64_C(10000000000000000)) {
         uint64_t hi = v / UINT64_C(100000000);
         uint64_t lo8 = ts_digits8((uint32_t)(v - hi * UINT64_C(100000000)));
-        size_t n = ts_put_digits8_trim((uint32_t)hi, out);
+        size_t n;
+        if (hi < 10000) {               /* 9 to 12 digits: the head from one table entry */
+            uint32_t d;
+            memcpy(&d, ts_digit_quads + 4 * hi, 4);
+            int lz = __builtin_ctz((d - UINT32_C(0x30303030)) | (UINT32_C(1) << 24)) >> 3;
+            d >>= 8 * lz;
+            memcpy(out, &d, 4);
+            n = (size_t)(4 - lz);
+        } else {
+            n = ts_put_digits8_trim((uint32_t)hi, out);
+        }
         memcpy(out + n, &lo8, 8);
         return n + 8;
     }

@@ -105,8 +105,10 @@ static inline size_t influx_items(const ts_sim *sim, int32_t s, const double *va
         uint32_t len = it->len, off = it->off;
         int32_t f = it->f, is_int = it->is_int;
         double v = vals[f];
-        if (len <= TS_PIECE_PAD)
-            memcpy(o, text + off, TS_PIECE_PAD);   /* fixed size: the bound covers it */
+        if (len <= 16)
+            memcpy(o, text + off, 16);             /* fixed size: the bound covers it */
+        else if (len <= TS_PIECE_PAD)
+            memcpy(o, text + off, TS_PIECE_PAD);
         else
             memcpy(o, text + off, len);
         o += len;
