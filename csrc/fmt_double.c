@@ -232,28 +232,25 @@ size_t ts_format_double(double v, char *out)
     uint64_t vbr = round_to_odd(g, cbr << h); /* 4 * upper end / 10^k   */
 
     uint64_t s = vb >> 2;                     /* floor(v / 10^k) */
-    uint64_t f;
-    int e;
 
     /* One digit shorter: the multiples of 10 around v.  Since R_v is less than
-       10 units wide at most one of them can be inside. */
+       10 units wide at most one of them can be inside; if exactly one is, it
+       is the answer.  Otherwise, full length: s or s+1, at least one of which
+       is inside; if both are, the one closer to v, and on a tie the even one.
+       Both are worked out and one taken by a mask, not a branch: which one it
+       is depends on the digits, unpredictably. */
     uint64_t s10 = s / 10;
     uint64_t upin = vbl + out_ <= (s10 * 10) << 2;        /* 10*s10 in R_v ? */
     uint64_t wpin = ((s10 * 10 + 10) << 2) + out_ <= vbr; /* 10*s10+10 in R_v ? */
-    if (upin != wpin) {
-        f = s10 + wpin;
-        e = k + 1;
-    } else {
-        /* Full length: s or s+1, at least one of which is inside; if both
-           are, the one closer to v, and on a tie the even one.  (Branch-free:
-           this choice is unpredictable.) */
-        uint64_t uin = vbl + out_ <= s << 2;
-        uint64_t win = ((s + 1) << 2) + out_ <= vbr;
-        uint64_t mid = (s << 2) + 2;      /* 4 * (s + 1/2) */
-        uint64_t closer_up = (vb > mid) | ((vb == mid) & s);
-        f = s + ((uin ^ 1) | (win & closer_up));
-        e = k;
-    }
+    uint64_t uin = vbl + out_ <= s << 2;
+    uint64_t win = ((s + 1) << 2) + out_ <= vbr;
+    uint64_t mid = (s << 2) + 2;              /* 4 * (s + 1/2) */
+    uint64_t closer_up = (vb > mid) | ((vb == mid) & s);
+    uint64_t full = s + ((uin ^ 1) | (win & closer_up));
+    uint64_t shorter = upin ^ wpin;
+    uint64_t take = (uint64_t)0 - shorter;    /* all ones: the shorter one */
+    uint64_t f = ((s10 + wpin) & take) | (full & ~take);
+    int e = k + (int)shorter;
 
     return (size_t)(put_decimal(p, f, e) - out);
 }

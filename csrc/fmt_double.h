@@ -20,6 +20,6 @@
  * out must have room for TS_DOUBLE_MAX_CHARS bytes; bytes of that room past
  * the returned length may be overwritten (with junk).
  */
-size_t ts_format_double(double v, char *out);
+__attribute__((visibility("hidden"))) size_t ts_format_double(double v, char *out);
 
 #endif /* TS_FMT_DOUBLE_H */

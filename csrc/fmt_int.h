@@ -94,6 +94,85 @@ static inline size_t ts_fmt_i64(int64_t v, char *out)
     return ts_fmt_u64_wide((uint64_t)v, out);
 }
 
+/*
+ * The record writer of integers: no loop and no digit count first.  The
+ * value is cut into pieces of eight digits; a piece's eight ASCII digits are
+ * made in one 64-bit register from two four-digit table entries (the first
+ * digit in the lowest byte, as an 8-byte store puts it first in memory), its
+ * leading zeros found from that register (ctz of the digits less "00000000")
+ * and shifted out before the store.  Stores are 8 bytes wide, so bytes past
+ * the returned length are overwritten with junk: the caller gives 24 bytes.
+ */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define TS_FMT_INT_PIECES 1
+#define TS_ASCII_ZEROS8 UINT64_C(0x3030303030303030)
+
+/* the eight digits of x < 10^8, leading zeros included, first in the lowest byte */
+static inline uint64_t ts_digits8(uint32_t x)
+{
+    uint32_t hi = x / 10000, lo = x - hi * 10000;
+    uint32_t a, b;
+    memcpy(&a, ts_digit_quads + 4 * hi, 4);
+    memcpy(&b, ts_digit_quads + 4 * lo, 4);
+    return (uint64_t)a | (uint64_t)b << 32;
+}
+
+/* x < 10^8 without leading zeros (x = 0: "0"); writes 8 bytes at out, returns the length */
+static inline size_t ts_put_digits8_trim(uint32_t x, char *out)
+{
+    uint64_t d = ts_digits8(x);
+    /* zero digits become zero bytes; the last digit always stays */
+    int lz = __builtin_ctzll((d - TS_ASCII_ZEROS8) | (UINT64_C(1) << 56)) >> 3;
+    d >>= 8 * lz;
+    memcpy(out, &d, 8);
+    return (size_t)(8 - lz);
+}
+#endif
+
+/* v in decimal, as ts_fmt_u64; may write up to 24 bytes at out */
+static inline size_t ts_fmt_u64_rec(uint64_t v, char *out)
+{
+#ifdef TS_FMT_INT_PIECES
+    if (v < 10000) {                    /* four digits or fewer: one table entry */
+        uint32_t d;
+        memcpy(&d, ts_digit_quads + 4 * v, 4);
+        int lz = __builtin_ctz((d - UINT32_C(0x30303030)) | (UINT32_C(1) << 24)) >> 3;
+        d >>= 8 * lz;
+        memcpy(out, &d, 4);
+        return (size_t)(4 - lz);
+    }
+    if (v < UINT64_C(100000000)) return ts_put_digits8_trim((uint32_t)v, out);
+    if (v < UINT64_C(10000000000000000)) {
+        uint64_t hi = v / UINT64_C(100000000);
+        uint64_t lo8 = ts_digits8((uint32_t)(v - hi * UINT64_C(100000000)));
+        size_t n;
+        if (hi < 10000) {               /* 9 to 12 digits: the head from one table entry */
+            uint32_t d;
+            memcpy(&d, ts_digit_quads + 4 * hi, 4);
+            int lz = __builtin_ctz((d - UINT32_C(0x30303030)) | (UINT32_C(1) << 24)) >> 3;
+            d >>= 8 * lz;
+            memcpy(out, &d, 4);
+            n = (size_t)(4 - lz);
+        } else {
+            n = ts_put_digits8_trim((uint32_t)hi, out);
+        }
+        memcpy(out + n, &lo8, 8);
+        return n + 8;
+    }
+#endif
+    return ts_fmt_u64_wide(v, out);
+}
+
+/* a signed integer in a record (formats.c); may write up to 25 bytes at out */
+static inline size_t ts_fmt_i64_rec(int64_t v, char *out)
+{
+    if (v < 0) {
+        *out = '-';
+        return 1 + ts_fmt_u64_rec((uint64_t)0 - (uint64_t)v, out + 1);
+    }
+    return ts_fmt_u64_rec((uint64_t)v, out);
+}
+
 /* zero-padded to at least width digits */
 static inline size_t ts_fmt_u64_pad(uint64_t v, int width, char *out)
 {

@@ -17,7 +17,7 @@ static inline size_t put(char *out, const char *s, size_t n)
 
 static inline size_t put_value(const ts_field *fd, double v, char *out)
 {
-    if (fd->type == TS_TYPE_INT) return ts_fmt_i64((int64_t)v, out);
+    if (fd->type == TS_TYPE_INT) return ts_fmt_i64_rec((int64_t)v, out);
     return ts_format_double(v, out);
 }
 
@@ -93,25 +93,32 @@ static size_t influx_record(const ts_sim *sim, const ts_rec *r, const char *pfx,
     return n;
 }
 
-/* the field part of a record with no null field, from the series' items */
+/* the field part of a record with no null field, from the series' items;
+ * what the loop needs is read into locals first, as the stores to out could
+ * alias anything (no reloads after each copy) */
 static inline size_t influx_items(const ts_sim *sim, int32_t s, const double *vals, char *out)
 {
     const ts_item *it = sim->items + sim->item_first[s], *end = sim->items + sim->item_first[s + 1];
-    size_t n = 0;
+    const char *text = sim->item_text;
+    char *o = out;
     for (; it < end; it++) {
-        if (it->len <= TS_PIECE_PAD)
-            memcpy(out + n, sim->item_text + it->off, TS_PIECE_PAD);   /* fixed size: the bound covers it */
+        uint32_t len = it->len, off = it->off;
+        int32_t f = it->f, is_int = it->is_int;
+        double v = vals[f];
+        if (len <= 16)
+            memcpy(o, text + off, 16);             /* fixed size: the bound covers it */
+        else if (len <= TS_PIECE_PAD)
+            memcpy(o, text + off, TS_PIECE_PAD);
         else
-            memcpy(out + n, sim->item_text + it->off, it->len);
-        n += it->len;
-        if (it->is_int) {
-            n += ts_fmt_i64((int64_t)vals[it->f], out + n);
-            out[n++] = 'i';
-        } else {
-            n += ts_format_double(vals[it->f], out + n);
-        }
+            memcpy(o, text + off, len);
+        o += len;
+        if (is_int)
+            o += ts_fmt_i64_rec((int64_t)v, o);   /* its 'i' starts the next item's text */
+        else
+            o += ts_format_double(v, o);
     }
-    return n;
+    if (end > sim->items + sim->item_first[s] && end[-1].is_int) *o++ = 'i';
+    return (size_t)(o - out);
 }
 
 static size_t influx_record_fast(const ts_sim *sim, const ts_rec *r, const char *pfx, size_t plen,
@@ -213,15 +220,17 @@ static size_t csv_stamp(int64_t time_ns, char *out)
 static inline size_t csv_items(const ts_sim *sim, int32_t s, const double *vals, char *out)
 {
     const ts_item *it = sim->items + sim->item_first[s], *end = sim->items + sim->item_first[s + 1];
-    size_t n = 0;
+    char *o = out;
     for (; it < end; it++) {
-        out[n++] = ',';
-        if (it->is_int)
-            n += ts_fmt_i64((int64_t)vals[it->f], out + n);
+        int32_t is_int = it->is_int;
+        double v = vals[it->f];
+        *o++ = ',';
+        if (is_int)
+            o += ts_fmt_i64_rec((int64_t)v, o);
         else
-            n += ts_format_double(vals[it->f], out + n);
+            o += ts_format_double(v, o);
     }
-    return n;
+    return (size_t)(o - out);
 }
 
 static size_t csv_record(const ts_sim *sim, const ts_rec *r, const char *pfx, size_t plen,
@@ -249,7 +258,7 @@ static size_t csv_record(const ts_sim *sim, const ts_rec *r, const char *pfx, si
 int ts_build_items(ts_sim *sim)
 {
     size_t cap = TS_PIECE_PAD + 1;
-    for (int32_t f = 0; f < sim->n_fields; f++) cap += 2 * ts_strlen(sim, sim->fields[f].name) + 2;
+    for (int32_t f = 0; f < sim->n_fields; f++) cap += 2 * ts_strlen(sim, sim->fields[f].name) + 3;
     for (int32_t s = 0; s < sim->n_series; s++) cap += 2 * ts_strlen(sim, sim->series[s].name) + 3;
     sim->items = malloc(sizeof(ts_item) * (size_t)sim->n_fields + 1);
     sim->item_first = malloc(sizeof(int32_t) * ((size_t)sim->n_series + 1));
@@ -272,6 +281,8 @@ int ts_build_items(ts_sim *sim)
             it->f = f;
             it->is_int = fd->type == TS_TYPE_INT;
             it->off = (uint32_t)used;
+            if (k > sim->item_first[s] && sim->items[k - 1].is_int)
+                sim->item_text[used++] = 'i';   /* the previous value's integer suffix */
             sim->item_text[used++] = k == sim->item_first[s] ? ' ' : ',';
             used += influx_piece(sim, se->first_field + f, sim->item_text + used);
             it->len = (uint32_t)(used - it->off);

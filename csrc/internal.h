@@ -31,8 +31,9 @@ enum { TS_STEP_CWALK_N = 0, TS_STEP_MWALK_N = 1, TS_STEP_WALK_N = 2, TS_STEP_OTH
                               their buffers have this much readable room after them */
 
 /* one written field of a series, in order: what a record with no null field
- * writes for it. Influx writes text[off, off + len) first (the separator, the
- * escaped name and '='), CSV a comma. */
+ * writes for it. Influx writes text[off, off + len) first (the previous
+ * value's 'i' when that was an integer, the separator, the escaped name and
+ * '='), CSV a comma. */
 typedef struct ts_item {
     int32_t f;             /* field index within the series */
     int32_t is_int;        /* TS_TYPE_INT */
@@ -172,7 +173,7 @@ size_t ts_tag_value(const ts_sim *sim, int64_t entity, int32_t s, int32_t pos, c
 /* an upper bound on the length of that value */
 size_t ts_tag_value_bound(const ts_sim *sim, int32_t s, int32_t pos);
 
-size_t ts_format_double(double v, char *out);
+__attribute__((visibility("hidden"))) size_t ts_format_double(double v, char *out);
 /* copy n bytes from src (readable up to a multiple of TS_PIECE_PAD past
  * n) to out (writable as far), in fixed-size pieces: no call */
 static inline size_t ts_put_padded(char *out, const char *src, size_t n)
