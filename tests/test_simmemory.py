@@ -172,3 +172,14 @@ def test_ctrl_c_leaves_no_file(tmp_path):
     p.communicate(timeout=60)
     assert p.returncode != 0        # interrupted, not finished
     assert os.listdir(home / "tmp") == []
+
+
+def test_the_state_folder_s_filesystem_is_named(tmp_path):
+    """The manifest names the state file's filesystem: tmpfs would keep it in memory all the same."""
+    import os
+
+    from tsbench.simmemory import filesystem
+
+    assert filesystem(str(tmp_path)) not in ("", None)
+    if os.path.ismount("/dev/shm"):
+        assert filesystem("/dev/shm/x") == "tmpfs"

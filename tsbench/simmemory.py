@@ -169,17 +169,12 @@ def _unnamed_file(folder: str) -> int:
 
 def filesystem(folder: str) -> str:
     """The type of the filesystem folder is on ("tmpfs": the file is memory all the same), or ""."""
-    path, best, kind = os.path.realpath(folder), "", ""
-    try:
-        with open("/proc/self/mounts") as f:
-            for line in f:
-                fields = line.split()
-                mount = fields[1] if len(fields) > 2 else ""
-                if (path == mount or path.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best):
-                    best, kind = mount, fields[2]
-    except OSError:
-        pass
-    return kind
+    import psutil
+
+    path = os.path.realpath(folder)
+    mounts = [p for p in psutil.disk_partitions(all=True)
+              if path == p.mountpoint or path.startswith(p.mountpoint.rstrip("/") + "/")]
+    return max(mounts, key=lambda p: len(p.mountpoint)).fstype if mounts else ""
 
 
 def summary(described: list[dict], budget: Budget) -> dict:
