@@ -10,7 +10,6 @@ load worker that sends it, by zlib in C)."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import inspect
 import socket
 import urllib.parse
@@ -256,11 +255,8 @@ def _wire_form(data) -> tuple[bytes, str | None]:
 
 def _basic_auth(url: str) -> dict[str, str]:
     """Authorization: Basic from credentials in the URL (as aiohttp sends them), else nothing."""
-    u = urllib.parse.urlsplit(url)
-    if u.username is None:
-        return {}
-    cred = f"{urllib.parse.unquote(u.username)}:{urllib.parse.unquote(u.password or '')}"
-    return {"Authorization": "Basic " + base64.b64encode(cred.encode()).decode()}
+    auth = aiohttp.BasicAuth.from_url(yarl.URL(url))
+    return {"Authorization": auth.encode()} if auth else {}
 
 
 def _reason(exc: BaseException) -> str:
