@@ -93,6 +93,27 @@ def test_flush_bound_names_the_shortfall():
         asyncio.run(t.flush())
 
 
+def test_a_writer_pool_caught_releasing_a_writer_counts_as_busy_not_as_an_error():
+    t = QuestDbTarget("http://x:1")
+    npe = 'Cannot invoke "io.questdb.cairo.TableToken.getTableName()" because "this.this$0.tableToken" is null'
+
+    async def answers(query: str):
+        raise Fatal(f"questdb: {npe} (in: {query})")
+    t._rows = answers
+    assert asyncio.run(t._open_writers()) is None
+
+    async def other(query: str):
+        raise Fatal("questdb: table does not exist [table=writer_pool]")
+    t._rows = other
+    with pytest.raises(Fatal, match="does not exist"):
+        asyncio.run(t._open_writers())
+
+    async def pool(query: str):
+        return [["cpu"], ["mem"]]
+    t._rows = pool
+    assert asyncio.run(t._open_writers()) == {"cpu", "mem"}
+
+
 # ---- one server for the module -------------------------------------------------------------
 
 @pytest.fixture(scope="module")

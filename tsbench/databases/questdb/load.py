@@ -240,7 +240,8 @@ class QuestDbTarget(Target):
         deadline = time.monotonic() + SETTLE_TIMEOUT
         next_vacuum = time.monotonic() + VACUUM_EVERY_S
         while True:
-            busy = set(dirs) & {r[0] for r in await self._rows("SELECT table_name FROM writer_pool()")}
+            writers = await self._open_writers()
+            busy = {n for n in dirs if writers is None or n in writers}
             wal = [d for d in dirs.values() if any((root / d).glob("wal*"))]
             stale = [n for n, d in dirs.items() if await self._stale_partitions(n, root / d)]
             if not busy and not wal and not stale:
@@ -253,6 +254,18 @@ class QuestDbTarget(Target):
                 await self._vacuum(stale, dirs)
                 next_vacuum = time.monotonic() + VACUUM_EVERY_S
             await asyncio.sleep(SETTLE_POLL_S)
+
+    async def _open_writers(self) -> set[str] | None:
+        """The tables whose writers the pool holds; None while that is unknowable: when a
+        writer is being released, QuestDB 9 can fail the query with a NullPointerException
+        on the entry's table token. Every table then counts as busy and is polled again, so
+        the caller's deadline still bounds the wait."""
+        try:
+            return {r[0] for r in await self._rows("SELECT table_name FROM writer_pool()")}
+        except Fatal as exc:
+            if "TableToken" not in str(exc) or "is null" not in str(exc):
+                raise
+            return None
 
     async def _stale_partitions(self, name: str, tdir: pathlib.Path) -> int:
         """How many partition directories (`2016-01-01.30`, `2016-01-01T134920-000001.67`) the
