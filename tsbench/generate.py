@@ -32,7 +32,6 @@ from collections import deque
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from . import __version__
 from .dataset import Dataset
@@ -225,7 +224,7 @@ def _worker_main(ds: Dataset, fmt: str, lo: int, hi: int, slots, conn, budget: B
         k = free.popleft()
         data, marks = slots[k]
         try:
-            r = sim.fill(fmt, memoryview(data), np.frombuffer(marks, dtype=np.int64))
+            r = sim.fill(fmt, memoryview(data), marks)
         except UserError as exc:          # a non-finite value (native.NonFiniteError): the parent raises it
             conn.send(exc)
             conn.close()
@@ -273,7 +272,7 @@ def _feed_next(w: _Worker, i: int, merger: Merger, tot: Totals) -> None:
     w.held = k
     tot.add(fill.rows, fill.values, 0)
     data, marks = w.slots[k]
-    merger.feed(i, data, np.frombuffer(marks, dtype=np.int64), fill)
+    merger.feed(i, data, marks, fill)
 
 
 def _run_parallel(ds: Dataset, fmt: str, lo: int, hi: int, processes: int, sink: Sink,
@@ -324,7 +323,7 @@ def epoch_bytes(ds: Dataset, fmt: str, entity: int) -> int:
     """The bytes one entity writes in the first epoch (a one-entity simulator's first fill)."""
     sim = Simulator(ds.compiled, ds.spec.seed, entity, entity + 1, ds.start_ns, ds.interval_ns, ds.epochs, cache=fmt)
     buf = bytearray(max(BUF_BYTES, 2 * sim.record_bound(fmt)))
-    return sim.fill(fmt, buf, np.zeros(2, np.int64)).bytes       # two marks: the fill stops after epoch 0
+    return sim.fill(fmt, buf, bytearray(16)).bytes       # two marks: the fill stops after epoch 0
 
 
 def plan_merge(ds: Dataset, fmt: str, lo: int, hi: int, processes: int) -> int:

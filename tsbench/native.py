@@ -6,15 +6,18 @@ module checks that the compiled core matches the sources it was built from.
 
 from __future__ import annotations
 
+import itertools
 import pathlib
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .buildid import source_hash
 from .errors import UserError
 from .schema import FAULT_SETTINGS, Compiled
 from .simmemory import Budget, allocate
+
+if TYPE_CHECKING:      # numpy is imported where it is used: generating text never needs it (~50 ms of start-up)
+    import numpy as np
 
 API_VERSION = 10  # TS_API_VERSION of the csrc/tsbench.h this package was written against
 
@@ -166,14 +169,15 @@ class Simulator:
     def record_bound(self, fmt: str) -> int:
         return int(lib.ts_sim_record_bound(self._sim, FORMATS[fmt]))
 
-    def fill(self, fmt: str, buf, marks: np.ndarray | None = None) -> Fill:
-        """Fill `buf` (a writable buffer) with whole records; `marks` (int64) gets
-        the end offset of each epoch's records."""
+    def fill(self, fmt: str, buf, marks=None) -> Fill:
+        """Fill `buf` (a writable buffer) with whole records; `marks` (a writable
+        buffer of int64) gets the end offset of each epoch's records."""
         cbuf = ffi.from_buffer(buf, require_writable=True)
         if marks is None:
             cm, mcap = ffi.NULL, 0
         else:
-            cm, mcap = ffi.cast("int64_t *", marks.ctypes.data), len(marks)
+            cm = ffi.from_buffer("int64_t[]", marks, require_writable=True)
+            mcap = len(cm)
         self._check_fill(lib.ts_sim_fill(self._ready(), FORMATS[fmt], cbuf, len(cbuf), cm, mcap, self._res), "fill")
         return _fill(self._res)
 
@@ -210,6 +214,8 @@ class Simulator:
     def fill_columns(self, cap: int, width: int) -> tuple[Fill, dict[str, np.ndarray]]:
         """Up to `cap` records as columns: time (ns), entity, series, null_tag,
         delay (epochs late), values (cap x width, NaN where null)."""
+        import numpy as np
+
         cols = {"time": np.empty(cap, np.int64), "entity": np.empty(cap, np.int64),
                 "series": np.empty(cap, np.int32), "null_tag": np.empty(cap, np.int32),
                 "delay": np.empty(cap, np.int32),
@@ -242,6 +248,8 @@ class Simulator:
 
 def format_doubles(values: np.ndarray) -> tuple[bytes, np.ndarray]:
     """The shortest round-trip text of each double, concatenated, and the end offset of each."""
+    import numpy as np
+
     v = np.ascontiguousarray(values, dtype=np.float64)
     cap = len(v) * 340 + 1
     buf = ffi.new("char[]", cap)
@@ -370,8 +378,8 @@ class Template:
         lits = bytearray()
         rows = [_op_row(k, op, len(ops) - k, lits) for k, op in enumerate(ops)]
         opened = [r["kind"] for r in rows if r["kind"] in (_OP_OPEN, _OP_CLOSE)]
-        depth = np.cumsum([1 if k == _OP_OPEN else -1 for k in opened], dtype=np.int64)
-        if len(depth) and (depth[-1] != 0 or depth.min() < 0 or depth.max() > OPEN_DEPTH):
+        depth = list(itertools.accumulate(1 if k == _OP_OPEN else -1 for k in opened))
+        if depth and (depth[-1] != 0 or min(depth) < 0 or max(depth) > OPEN_DEPTH):
             raise ValueError(f"template ops: every (\"open\",) needs its (\"close\",), {OPEN_DEPTH} deep at most")
         self.ops = list(ops)
         self.max_col = max((r["col"] for r in rows if r["kind"] in (_OP_COL, _OP_IF)), default=0)
@@ -410,6 +418,8 @@ def render(tpl: Template, buf, offset: int, length: int) -> tuple[memoryview, np
     """Every CSV line of buf[offset:offset+length] through tpl: (the text, a
     memoryview of bytes; the end offset in it of each line's output, uint64).
     Blank lines render nothing."""
+    import numpy as np
+
     src = ffi.from_buffer(buf)
     if offset < 0 or length < 0 or offset + length > len(src):
         raise ValueError("render: the range is outside the buffer")
@@ -442,6 +452,8 @@ def bson_groups(keys, key_ends: np.ndarray, docs, doc_ends: np.ndarray,
     each a BSON document) grouped by equal key bytes, groups in the order of their first line:
     (the groups' keys, their end offsets, the groups' update documents
     {"$push": {name: {"$each": [their lines' elements]}}}, their end offsets)."""
+    import numpy as np
+
     n = len(key_ends)
     if len(doc_ends) != n or key_ends.dtype != np.uint64 or doc_ends.dtype != np.uint64:
         raise ValueError("bson_groups: the keys and elements of the same lines, with uint64 ends")
@@ -484,10 +496,10 @@ class Merger:
         self._keep: list = [None] * n
         self._st = ffi.new("ts_merge_state *")
         self._buf = bytearray(cap)
-        self._pieces = np.zeros((max_pieces, 3), np.int64)
+        self._pieces = ffi.new("int64_t[]", 3 * max_pieces)     # (source or -1, offset, length) each
         self._out = ffi.new("ts_merge_out *", {
             "dst": ffi.from_buffer(self._buf, require_writable=True), "cap": cap, "min_ref": min_ref,
-            "pieces": ffi.cast("int64_t *", self._pieces.ctypes.data), "max_pieces": max_pieces})
+            "pieces": self._pieces, "max_pieces": max_pieces})
 
     @property
     def turn(self) -> int:
@@ -498,15 +510,15 @@ class Merger:
     def epoch(self) -> int:
         return int(self._st.epoch)
 
-    def feed(self, i: int, data, marks: np.ndarray, fill: Fill) -> None:
-        """Hand in source i's next buffer: `data` and `marks` as `fill` left them.
+    def feed(self, i: int, data, marks, fill: Fill) -> None:
+        """Hand in source i's next buffer: `data` and `marks` (int64) as `fill` left them.
         The pieces of its previous buffer are invalid from here on."""
-        d = ffi.from_buffer(data)
-        if fill.n_marks > len(marks) or fill.bytes > len(d) or marks.dtype != np.int64:
+        d, m = ffi.from_buffer(data), ffi.from_buffer("int64_t[]", marks)
+        if fill.n_marks > len(m) or fill.bytes > len(d):
             raise ValueError("merge: the fill does not match its buffers")
-        self._keep[i], self._views[i] = (d, marks), memoryview(data).cast("B")
+        self._keep[i], self._views[i] = (d, m), memoryview(data).cast("B")
         s = self._srcs[i]
-        s.data, s.bytes, s.marks, s.n_marks = d, fill.bytes, ffi.cast("int64_t *", marks.ctypes.data), fill.n_marks
+        s.data, s.bytes, s.marks, s.n_marks = d, fill.bytes, m, fill.n_marks
         s.first_epoch, s.last, s.next, s.pos = fill.first_epoch, int(fill.done), 0, 0
 
     def merge(self) -> tuple[int, list[memoryview]]:
@@ -515,5 +527,6 @@ class Merger:
         rc = lib.ts_merge(self._srcs, self.n, self._st, self._out)
         _check(rc, "merge")
         own = memoryview(self._buf)
+        flat = ffi.unpack(self._pieces, 3 * self._out.n_pieces)
         return rc, [(own if src < 0 else self._views[src])[off: off + n]
-                    for src, off, n in self._pieces[: self._out.n_pieces].tolist()]
+                    for src, off, n in zip(flat[0::3], flat[1::3], flat[2::3])]
