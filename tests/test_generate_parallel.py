@@ -157,3 +157,35 @@ def test_the_summary_says_how_many_processes_ran():
     two = run_cli(*args, "-j", "2").stderr.decode()
     assert "2,160,000 rows" in two and "rows/s, 2 processes)" in two
     assert "processes" not in run_cli(*args, "-j", "1").stderr.decode()
+
+
+def _read_fifo(path, out: list) -> None:
+    with open(path, "rb") as f:
+        out.append(f.read())
+
+
+@pytest.mark.parametrize("processes", [2, 3])
+def test_processes_write_the_bytes_of_one_whether_the_parent_simulates_or_only_writes(processes, tmp_path,
+                                                                                     monkeypatch):
+    """A regular file is hashed (a busy sink: every slice goes to a worker); a pipe is
+    not (the parent simulates the first slice itself). Both give one process's bytes."""
+    import os
+    import threading
+
+    ds = dataset(use_case="iot", scale=5, end="2016-01-01T02:00:00Z", seed=3, params={"late": "0.3"})
+    monkeypatch.setattr(gen, "plan_processes", lambda ds, lo, hi, requested, cpus=None: requested)
+    started, start = [], gen._start_workers
+    monkeypatch.setattr(gen, "_start_workers", lambda ds, fmt, slices, *a: started.append(len(slices)) or
+                        start(ds, fmt, slices, *a))
+    gen.generate(ds, "influx", str(tmp_path / "one.lp"), processes=1, show_progress=False)
+    one = (tmp_path / "one.lp").read_bytes()
+    m = gen.generate(ds, "influx", str(tmp_path / "file.lp"), processes=processes, show_progress=False)[0]
+    assert m["timing"]["processes"] == processes and (tmp_path / "file.lp").read_bytes() == one
+    assert started == [processes]
+    fifo, got = str(tmp_path / "fifo"), []
+    os.mkfifo(fifo)
+    reader = threading.Thread(target=_read_fifo, args=(fifo, got))
+    reader.start()
+    gen.generate(ds, "influx", fifo, processes=processes, show_progress=False)
+    reader.join(timeout=60)
+    assert got == [one] and started == [processes, processes - 1]

@@ -16,39 +16,54 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import psutil
 
 
-def measure(args: list[str]) -> dict:
-    """Run one command; sample the memory of its whole process tree every 100 ms:
-    the largest RSS of one process, and the sum of PSS (shared pages once)."""
-    t0 = time.perf_counter()
-    proc = psutil.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    peak_total = peak_one = 0
-    while proc.poll() is None:
+def _sample_memory(proc: psutil.Popen, peaks: dict, done: threading.Event) -> None:
+    """Every 100 ms until `done`: the largest RSS of one process of the tree, and the
+    largest sum of PSS (shared pages once)."""
+    while not done.is_set():
+        rss, pss = [], []
         try:
             procs = [proc] + proc.children(recursive=True)
-            rss, pss = [], []
-            for p in procs:
-                try:
-                    mi = p.memory_full_info()
-                    rss.append(mi.rss)
-                    pss.append(mi.pss)
-                except psutil.NoSuchProcess:
-                    pass
-            peak_total, peak_one = max(peak_total, sum(pss)), max(peak_one, max(rss, default=0))
-        except psutil.NoSuchProcess:
-            pass
-        time.sleep(0.1)
+        except psutil.NoSuchProcess:     # the command ended between two samples: nothing to add
+            procs = []
+        for p in procs:
+            try:
+                mi = p.memory_full_info()
+            except psutil.NoSuchProcess:  # a worker ended between listing and reading: nothing to add
+                continue
+            rss.append(mi.rss)
+            pss.append(mi.pss)
+        peaks["total"], peaks["one"] = max(peaks["total"], sum(pss)), max(peaks["one"], max(rss, default=0))
+        done.wait(0.1)
+
+
+def measure(args: list[str], memory: bool = True) -> dict:
+    """Run one command: its wall seconds (to the moment it exits: this thread blocks in
+    wait) and, when `memory`, the peak memory of its process tree, sampled in a thread
+    (reading smaps costs CPU: the timed runs of main() sample nothing)."""
+    t0 = time.perf_counter()
+    proc = psutil.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peaks, done = {"total": 0, "one": 0}, threading.Event()
+    sampler = threading.Thread(target=_sample_memory, args=(proc, peaks, done), daemon=True)
+    if memory:
+        sampler.start()
+    err = proc.stderr.read().decode()     # to its end: the command has closed it
+    proc.wait()
     wall = time.perf_counter() - t0
-    err = proc.stderr.read().decode()
+    done.set()
+    if memory:
+        sampler.join()
     if proc.returncode != 0:
         raise SystemExit(f"benchmark command failed: {err}")
     gen = re.search(r" in ([0-9.]+) s \(.*?(?:, (\d+) processes)?\)", err)   # the summary: after start-up
     state = re.search(r"state in a file of ([0-9,]+) MB", err)        # the summary says where the state was
-    return {"wall": wall, "peak_total": peak_total, "peak_one": peak_one, "state_file_mb": state[1] if state else None,
+    return {"wall": wall, "peak_total": peaks["total"], "peak_one": peaks["one"],
+            "state_file_mb": state[1] if state else None,
             "gen": float(gen[1]) if gen else None, "used": int(gen[2] or 1) if gen else None}
 
 
@@ -120,35 +135,57 @@ def main() -> None:
     rows, values, nbytes = m["rows"], m["values"], m["bytes"]
     print(f"devops-like workload: {a.scale} entities, {m['spec']['epochs']} epochs, {a.format}: "
           f"{rows:,} rows, {values:,} values, {nbytes / 1e6:,.0f} MB; {a.runs} runs each, medians")
-    print(f"{'processes':>9} {'seconds':>8} {'gen s':>7} {'rows/s':>12} {'values/s':>13} {'MB/s':>8} {'CPU s':>7} "
+    print(f"{'processes':>9} {'seconds':>8} {'best':>6} {'gen s':>7} {'rows/s':>12} {'values/s':>13} {'MB/s':>8} {'CPU s':>7} "
           f"{'RSS max proc':>13} {'PSS all procs':>14}")
-    cpus, walls, gens = {}, {}, {}
-    for p in [int(x) for x in a.processes.split(",")]:
-        cmd = [sys.executable, "-m", "tsbench", "generate", "--scale", str(a.scale), "--end", a.end,
-               "--seed", "123", "--format", a.format, "-o", "/dev/null", "--processes", str(p)]
-        runs = []
-        for _ in range(a.runs):
+    cmds = {p: [sys.executable, "-m", "tsbench", "generate", "--scale", str(a.scale), "--end", a.end,
+                "--seed", "123", "--format", a.format, "-o", "/dev/null", "--processes", str(p)]
+            for p in [int(x) for x in a.processes.split(",")]}
+    results = timed_rounds(cmds, a.runs)
+    for p, runs in results.items():
+        print_row(p, runs, measure(cmds[p]), m)
+    print("seconds: median wall time of the whole command, interpreter start-up and imports included")
+    print("  (tsbench's bytecode compiled beforehand, as an install does); best: the fastest run;")
+    print("gen s: the generation alone (the command's own figure, after start-up and imports);")
+    print("CPU s: user + system of all its processes; N (M): -j N asked, M processes used;")
+    print("RSS, PSS: one more run, its process tree sampled every 100 ms (the timed runs are not sampled).")
+    print_ratios(results)
+    if not a.no_phases and 1 in results:
+        phases(a, rows, statistics.median(r["cpu"] for r in results[1]))
+
+
+def timed_rounds(cmds: dict[int, list[str]], rounds: int) -> dict[int, list[dict]]:
+    """Each command once a round, in turn (-j1, -j2, -j1, ...), so that a drift of the
+    machine's speed falls on all alike; CPU seconds of each run from this process's
+    children's times."""
+    out: dict[int, list[dict]] = {p: [] for p in cmds}
+    for _ in range(rounds):
+        for p, cmd in cmds.items():
             before = os.times()
-            r = measure(cmd)
+            r = measure(cmd, memory=False)
             after = os.times()
             r["cpu"] = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-            runs.append(r)
-        wall = walls[p] = statistics.median(r["wall"] for r in runs)
-        gen = gens[p] = statistics.median(r["gen"] for r in runs)
-        cpu = cpus[p] = statistics.median(r["cpu"] for r in runs)
-        used = f"{p} ({runs[0]['used']})" if runs[0]["used"] != p else str(p)
-        print(f"{used:>9} {wall:>8.2f} {gen:>7.2f} {rows / wall:>12,.0f} {values / wall:>13,.0f} "
-              f"{nbytes / wall / 1e6:>8,.0f} {cpu:>7.2f} {max(r['peak_one'] for r in runs) / 2**20:>10.1f} MB "
-              f"{max(r['peak_total'] for r in runs) / 2**20:>11.1f} MB")
-    print("seconds: median wall time of the whole command, interpreter start-up and imports included")
-    print("  (tsbench's bytecode compiled beforehand, as an install does);")
-    print("gen s: the generation alone (the command's own figure, after start-up and imports);")
-    print("CPU s: user + system of all its processes; N (M): -j N asked, M processes used.")
-    for p in (p for p in walls if p > 1 and 1 in walls):
-        print(f"-j{p} against -j1: {walls[1] / walls[p]:.2f}x the whole command, "
-              f"{gens[1] / gens[p]:.2f}x the generation alone (goal: 1.8x at -j2 on 2 cores)")
-    if not a.no_phases and 1 in cpus:
-        phases(a, rows, cpus[1])
+            out[p].append(r)
+    return out
+
+
+def print_row(p: int, runs: list[dict], mem: dict, m: dict) -> None:
+    rows, values, nbytes = m["rows"], m["values"], m["bytes"]
+    wall, best = statistics.median(r["wall"] for r in runs), min(r["wall"] for r in runs)
+    gen, cpu = statistics.median(r["gen"] for r in runs), statistics.median(r["cpu"] for r in runs)
+    used = f"{p} ({runs[0]['used']})" if runs[0]["used"] != p else str(p)
+    print(f"{used:>9} {wall:>8.2f} {best:>6.2f} {gen:>7.2f} {rows / wall:>12,.0f} {values / wall:>13,.0f} "
+          f"{nbytes / wall / 1e6:>8,.0f} {cpu:>7.2f} {mem['peak_one'] / 2**20:>10.1f} MB "
+          f"{mem['peak_total'] / 2**20:>11.1f} MB")
+
+
+def print_ratios(results: dict[int, list[dict]]) -> None:
+    """-jN against -j1: the median of the ratios of the runs of the same round."""
+    for p in (p for p in results if p > 1 and 1 in results):
+        pairs = list(zip(results[1], results[p]))
+        whole = statistics.median(one["wall"] / many["wall"] for one, many in pairs)
+        gen = statistics.median(one["gen"] / many["gen"] for one, many in pairs)
+        print(f"-j{p} against -j1 (median of the {len(pairs)} rounds' ratios): {whole:.2f}x the whole command, "
+              f"{gen:.2f}x the generation alone (goal: 1.8x at -j2 on 2 cores)")
 
 
 if __name__ == "__main__":

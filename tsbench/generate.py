@@ -2,8 +2,9 @@
 to a file or stdout (optionally gzip or zstd), with a manifest next to it.
 
 One process fills a buffer and writes it. With several processes each one
-simulates a contiguous slice of the entities into shared memory, and the
-parent interleaves their output epoch by epoch (in the C core: ts_merge, which
+simulates a contiguous slice of the entities (forked workers into shared
+memory; the parent the first slice itself when writing costs it no work per
+byte, as to /dev/null or a pipe), and the parent interleaves their output epoch by epoch (in the C core: ts_merge, which
 hands long segments out where the workers wrote them and copies only short
 ones), so the bytes are the same for any process count. -j N is an upper bound: the
 processes started are picked from the work (plan_processes), as starting one
@@ -112,6 +113,12 @@ class Sink:
 
     def flush(self) -> None:
         self.raw.flush()
+
+    @property
+    def busy(self) -> bool:
+        """Whether it works on every byte (hashes or compresses it): its process is then
+        kept for writing, and simulates nothing of its own."""
+        return self.sha is not None or self._z is not None
 
     def put(self, data) -> None:
         self.data_bytes += len(data)
@@ -235,21 +242,27 @@ def _worker_main(ds: Dataset, fmt: str, lo: int, hi: int, slots, conn, budget: B
             return
 
 
-def _start_workers(ds: Dataset, fmt: str, lo: int, hi: int, processes: int, budget: Budget) -> list[_Worker]:
-    """One process per contiguous slice of [lo, hi), each with SLOTS shared buffers and
-    its share of the budget."""
+def _slices(lo: int, hi: int, processes: int) -> list[tuple[int, int]]:
+    """[lo, hi) cut into `processes` contiguous slices, in entity order."""
+    return [(lo + i * (hi - lo) // processes, lo + (i + 1) * (hi - lo) // processes) for i in range(processes)]
+
+
+def _slot_bytes(ds: Dataset, fmt: str, lo: int) -> int:
+    bound = Simulator(ds.compiled, ds.spec.seed, lo, lo, ds.start_ns, ds.interval_ns, ds.epochs).record_bound(fmt)
+    return max(SLOT_BYTES, 2 * bound)
+
+
+def _start_workers(ds: Dataset, fmt: str, slices: list[tuple[int, int]], size: int,
+                   budget: Budget) -> list[_Worker]:
+    """One process per slice, each with SLOTS shared buffers of `size` bytes and `budget`."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
-    bound = Simulator(ds.compiled, ds.spec.seed, lo, lo, ds.start_ns, ds.interval_ns, ds.epochs).record_bound(fmt)
-    size = max(SLOT_BYTES, 2 * bound)
     workers: list[_Worker] = []
-    for i in range(processes):
-        wlo, whi = lo + i * (hi - lo) // processes, lo + (i + 1) * (hi - lo) // processes
+    for wlo, whi in slices:
         slots = [(mmap.mmap(-1, size), mmap.mmap(-1, MARKS * 8)) for _ in range(SLOTS)]
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_worker_main, args=(ds, fmt, wlo, whi, slots, child, budget.share(processes)),
-                           daemon=True)
+        proc = ctx.Process(target=_worker_main, args=(ds, fmt, wlo, whi, slots, child, budget), daemon=True)
         proc.start()
         child.close()
         workers.append(_Worker(proc, parent, slots))
@@ -275,24 +288,50 @@ def _feed_next(w: _Worker, i: int, merger: Merger, tot: Totals) -> None:
     merger.feed(i, data, marks, fill)
 
 
+class _OwnSlice:
+    """The first slice, simulated by the parent itself between merges (source 0) when its
+    sink is not busy: one process fewer to share the processors with, and no hand-offs for
+    its data. One buffer is enough: the merge's pieces of it are written before it asks
+    for more."""
+
+    def __init__(self, ds: Dataset, fmt: str, lo: int, hi: int, size: int, budget: Budget):
+        self.sim = Simulator(ds.compiled, ds.spec.seed, lo, hi, ds.start_ns, ds.interval_ns, ds.epochs, budget, fmt)
+        self.fmt, self.data, self.marks = fmt, bytearray(size), bytearray(MARKS * 8)
+
+    def feed(self, merger: Merger, tot: Totals) -> None:
+        fill = self.sim.fill(self.fmt, self.data, self.marks)
+        if fill.done:
+            tot.memory.append(self.sim.memory.describe())
+        tot.add(fill.rows, fill.values, 0)
+        merger.feed(0, self.data, self.marks, fill)
+
+
 def _run_parallel(ds: Dataset, fmt: str, lo: int, hi: int, processes: int, sink: Sink,
                   progress: Progress, budget: Budget) -> Totals:
-    """Workers simulate slices into shared slots; the C merge interleaves them epoch by epoch,
-    handing out long segments where the workers wrote them (no copy in this process)."""
-    workers = _start_workers(ds, fmt, lo, hi, processes, budget)
+    """Forked workers simulate slices into shared slots (all of them when the sink is
+    busy; else all but the first, which this process simulates itself); the C merge
+    interleaves them epoch by epoch, handing out long segments where they were written
+    (no copy)."""
+    slices, size = _slices(lo, hi, processes), _slot_bytes(ds, fmt, lo)
+    share, mine = budget.share(processes), 0 if sink.busy else 1
+    workers = _start_workers(ds, fmt, slices[mine:], size, share)   # forked before this process's state exists
     merger = Merger(processes, MERGE_BYTES)
     tot = Totals()
     try:
+        own = _OwnSlice(ds, fmt, *slices[0], size, share) if mine else None
         while True:
             rc, pieces = merger.merge()
-            for piece in pieces:     # before _feed_next hands a piece's slot back to its worker
+            for piece in pieces:     # before a feed hands a piece's buffer back to be filled again
                 sink.put(piece)
                 tot.bytes += len(piece)
             progress.update(merger.epoch)
             if rc == MERGE_DONE:
                 return tot
             if rc == MERGE_NEED:
-                _feed_next(workers[merger.turn], merger.turn, merger, tot)
+                if merger.turn < mine:
+                    own.feed(merger, tot)
+                else:
+                    _feed_next(workers[merger.turn - mine], merger.turn, merger, tot)
     finally:
         for w in workers:
             w.proc.join(timeout=5)
