@@ -182,10 +182,21 @@ def print_ratios(results: dict[int, list[dict]]) -> None:
     """-jN against -j1: the median of the ratios of the runs of the same round."""
     for p in (p for p in results if p > 1 and 1 in results):
         pairs = list(zip(results[1], results[p]))
-        whole = statistics.median(one["wall"] / many["wall"] for one, many in pairs)
-        gen = statistics.median(one["gen"] / many["gen"] for one, many in pairs)
-        print(f"-j{p} against -j1 (median of the {len(pairs)} rounds' ratios): {whole:.2f}x the whole command, "
-              f"{gen:.2f}x the generation alone (goal: 1.8x at -j2 on 2 cores)")
+        whole = sorted(one["wall"] / many["wall"] for one, many in pairs)
+        gen = sorted(one["gen"] / many["gen"] for one, many in pairs)
+        print(f"-j{p} against -j1 (median of the {len(pairs)} rounds' ratios, their range): "
+              f"{statistics.median(whole):.2f}x the whole command ({whole[0]:.2f}-{whole[-1]:.2f}), "
+              f"{statistics.median(gen):.2f}x the generation alone ({gen[0]:.2f}-{gen[-1]:.2f}); goal 1.8x at -j2")
+        one = statistics.median(r["wall"] - r["gen"] for r in results[1])
+        print(f"  the rest of the -j1 command (start-up, imports, exit), which runs once however many processes: "
+              f"{one:.2f} s; with the generation alone {p}x faster, the whole command could reach at most "
+              f"{_whole_ratio(results[1], p, one):.2f}x")
+
+
+def _whole_ratio(runs: list[dict], gen_ratio: float, rest: float) -> float:
+    """Amdahl: the whole command's ratio when only its generation is `gen_ratio` times faster."""
+    gen = statistics.median(r["gen"] for r in runs)
+    return (rest + gen) / (rest + gen / gen_ratio)
 
 
 if __name__ == "__main__":
