@@ -125,6 +125,8 @@ COMMANDS = [
     (("load", "-t", "duckdb", "--generate", "scale=0"), "--scale"),
     (("load", "-t", "duckdb", "--generate", "scale"), "--generate"),
     (("load", "-t", "duckdb", "--generate", f"scale=1,start={END},end={END}"), "--end"),
+    (("load", "-t", "duckdb", "--generate", "scale=abc"), "--generate scale=abc"),
+    (("load", "-t", "duckdb", "--generate", "scale=2,bogus=1"), "--param bogus: use case devops has no such"),
     # queries generate / list
     (("queries", "generate", "{w}/data.lp", "--types", ",", "-o", "{w}/q2.jsonl"), "--types"),
     (("queries", "generate", "{w}/data.lp", "--types", "", "-o", "{w}/q2.jsonl"), "--types"),
@@ -138,6 +140,7 @@ COMMANDS = [
     (("queries", "generate", "-T", "max-cpu-1", "-o", "{w}/q2.jsonl"), "--dataset"),
     (("queries", "generate", "--dataset", "use_case=nope", "-T", "max-cpu-1", "-o", "{w}/q2.jsonl"), "--use-case"),
     (("queries", "generate", "--dataset", "scale", "-T", "max-cpu-1", "-o", "{w}/q2.jsonl"), "--dataset"),
+    (("queries", "generate", "--dataset", "seed=x", "-T", "max-cpu-1", "-o", "{w}/q2.jsonl"), "--dataset seed=x"),
     (("queries", "generate", "{w}/data.lp", "--family", "nope", "-o", "{w}/q2.jsonl"), "--family"),
     (("queries", "generate", "{w}/missing.lp", "-T", "max-cpu-1", "-o", "{w}/q2.jsonl"), "missing.lp"),
     (("queries", "list", "--bogus"), "--bogus"),

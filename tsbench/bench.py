@@ -105,6 +105,38 @@ def phases(a, rows: int, command_cpu: float) -> None:
         print(f"{name:>9} {sec:>8.2f} CPU s {rate}  {what}")
 
 
+def _fill_slice(a, lo: int, hi: int) -> None:
+    """(A child of two_at_once) fill entities [lo, hi) into one reused buffer; print the wall seconds."""
+    from .dataset import DatasetSpec, resolve
+    from .generate import BUF_BYTES
+    from .native import Simulator
+
+    ds = resolve(DatasetSpec(use_case="devops", scale=a.scale, end=a.end, seed=123))
+    sim = Simulator(ds.compiled, 123, lo, hi, ds.start_ns, ds.interval_ns, ds.epochs, cache=a.format)
+    buf = bytearray(max(BUF_BYTES, 2 * sim.record_bound(a.format)))
+    t0 = time.perf_counter()
+    _fill_all(sim, a.format, buf)
+    print(f"{time.perf_counter() - t0:.4f}")
+
+
+def two_at_once(a) -> None:
+    """The machine's own ceiling for -j2: each half of the hosts filled alone, then both
+    halves in two processes at once, in rounds (no merge, no hand-offs, no start-up timed)."""
+    half = [(0, a.scale // 2), (a.scale // 2, a.scale)]
+    child = lambda lo, hi: subprocess.Popen([sys.executable, "-m", "tsbench.bench", "--scale", str(a.scale),
+                                             "--end", a.end, "--format", a.format, "--fill-slice", str(lo),
+                                             str(hi)], stdout=subprocess.PIPE)
+    seconds = lambda procs: [float(p.communicate()[0]) for p in procs]
+    alone, together = [], []
+    for _ in range(a.runs):
+        alone.append(sum(seconds([child(*h)])[0] for h in half))
+        together.append(max(seconds([child(*h) for h in half])))
+    ratios = sorted(x / y for x, y in zip(alone, together))
+    print(f"the machine's ceiling for -j2 (medians of {a.runs} rounds): the two halves' fills one after the other "
+          f"{statistics.median(alone):.2f} s, side by side in two processes {statistics.median(together):.2f} s: "
+          f"{statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}), where two full cores would give 2x")
+
+
 def compile_bytecode() -> None:
     """Write tsbench's bytecode first, as installing a package does: where
     PYTHONDONTWRITEBYTECODE is set, every timed command would compile its modules again."""
@@ -123,7 +155,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--processes", default="1,2")
     ap.add_argument("--no-phases", action="store_true", help="skip the one-process split")
+    ap.add_argument("--no-ceiling", action="store_true", help="skip the machine's two-process ceiling")
+    ap.add_argument("--fill-slice", nargs=2, type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.fill_slice:
+        return _fill_slice(a, *a.fill_slice)
     compile_bytecode()
     with tempfile.TemporaryDirectory() as d:
         # the manifest of one real run gives the row and value counts
@@ -149,6 +185,8 @@ def main() -> None:
     print("CPU s: user + system of all its processes; N (M): -j N asked, M processes used;")
     print("RSS, PSS: one more run, its process tree sampled every 100 ms (the timed runs are not sampled).")
     print_ratios(results)
+    if not a.no_ceiling and 2 in results:
+        two_at_once(a)
     if not a.no_phases and 1 in results:
         phases(a, rows, statistics.median(r["cpu"] for r in results[1]))
 

@@ -281,12 +281,10 @@ def _load_data(df, target_name, server, opts, topts, server_options, ports, keep
 
 def _spec_of(gen: str):
     """--generate KEY=VALUE,... as the resolved dataset."""
-    from .dataset import DatasetSpec, resolve
+    from .dataset import resolve, spec_from_pairs
 
     kv = {k.replace("-", "_"): v for k, v in _params(tuple(x for x in gen.split(",") if x), "--generate").items()}
-    spec_keys = set(DatasetSpec.model_fields) - {"params"}
-    params = {k: v for k, v in kv.items() if k not in spec_keys}
-    return resolve(DatasetSpec(**{k: v for k, v in kv.items() if k in spec_keys}, params=params))
+    return resolve(spec_from_pairs(kv, "--generate"))
 
 
 def _generate_for(gen: str, fmt: str, datafile: str, quiet: bool) -> None:
@@ -556,7 +554,7 @@ def _print_stream(s: dict, opts) -> None:
 
 def _dataset_from(datafile: str | None, dataset: str | None):
     """A Dataset from a data file's manifest or from --dataset KEY=VALUE,..."""
-    from .dataset import DatasetSpec, resolve
+    from .dataset import resolve, spec_from_pairs
 
     if datafile:
         from .datafile import open_datafile
@@ -565,9 +563,7 @@ def _dataset_from(datafile: str | None, dataset: str | None):
     if not dataset:
         raise UserError("give a DATAFILE (its manifest names the dataset) or --dataset KEY=VALUE,...")
     kv = {k.replace("-", "_"): v for k, v in _params(tuple(x for x in dataset.split(",") if x), "--dataset").items()}
-    keys = set(DatasetSpec.model_fields) - {"params"}
-    return resolve(DatasetSpec(**{k: v for k, v in kv.items() if k in keys},
-                               params={k: v for k, v in kv.items() if k not in keys}))
+    return resolve(spec_from_pairs(kv, "--dataset"))
 
 
 @cli.group("queries")

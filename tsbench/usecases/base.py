@@ -3,21 +3,20 @@ a time range into a Schema declaration for the C simulator."""
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import UserError
 from ..schema import FAULT_SETTINGS, Schema
 
-
-class NoParams(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+if TYPE_CHECKING:      # pydantic is imported where a use case has parameters: devops starts without it
+    from pydantic import BaseModel, ValidationError
 
 
 def fault_model(name: str, defaults: str) -> type[BaseModel]:
     """A pydantic model of the fault settings (FAULT_SETTINGS: types, ranges,
     docs) with their `defaults` ("default" or "iot"); unknown keys are errors."""
+    from pydantic import ConfigDict, Field, create_model
+
     fields = {s.name: (s.type, Field(getattr(s, defaults), ge=s.lo, le=s.hi, description=s.doc))
               for s in FAULT_SETTINGS}
     return create_model(name, __config__=ConfigDict(extra="forbid", defer_build=True), **fields)
@@ -28,15 +27,25 @@ class UseCase:
     --param KEY=VALUE options) and implement `schema()`."""
 
     name: ClassVar[str]
-    Params: ClassVar[type[BaseModel]] = NoParams
+    Params: ClassVar[type[BaseModel] | None] = None      # None: no --param at all
     default_scale: ClassVar[int] = 1
 
     def __init__(self, params: dict | None = None):
+        self.params = self._checked(params or {})
+        self.interval_ns = 10_000_000_000
+
+    def _checked(self, params: dict) -> BaseModel | None:
+        """The --param options through the use case's Params model; one line on an error."""
+        if self.Params is None:
+            if params:
+                raise UserError(f"--param {next(iter(params))}: use case {self.name} has no such parameter")
+            return None
+        from pydantic import ValidationError
+
         try:
-            self.params = self.Params(**(params or {}))
+            return self.Params(**params)
         except ValidationError as exc:
             raise UserError(_param_error(self.name, exc)) from None
-        self.interval_ns = 10_000_000_000
 
     def entities(self, scale: int | None) -> int:
         """How many entities (hosts, trucks, series) a scale means."""
