@@ -27,7 +27,8 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """devops, 100 hosts x 1 day, influx format to /dev/null, with 1 and 2 processes."""
+    """devops, 100 hosts x 1 day, influx format to /dev/null, with 1 and 2 processes in
+    alternating rounds, the machine's two-process ceiling and one process's CPU split."""
     session.install("-e", ".")
     session.run("python", "-m", "tsbench.bench", *session.posargs)
 
