@@ -1,16 +1,16 @@
 """Phase 1, generate: run the C simulator over a dataset and write its records
 to a file or stdout (optionally gzip or zstd), with a manifest next to it.
 
-One process fills a buffer and writes it. With several processes each one
-simulates a contiguous slice of the entities (forked workers into shared
-memory; the parent the first slice itself when writing costs it no work per
-byte, as to /dev/null or a pipe), and the parent interleaves their output epoch by epoch (in the C core: ts_merge, which
-hands long segments out where the workers wrote them and copies only short
-ones), so the bytes are the same for any process count. -j N is an upper bound: the
-processes started are picked from the work (plan_processes), as starting one
-without enough rows for it costs more than it saves, and one process is kept
-when a process's share of an epoch would not fit in its slots (plan_merge). --groups N without
---group writes N files, one per group.
+One process fills a buffer and writes it. With several processes each one simulates
+a contiguous slice of the entities (forked workers into shared memory; the parent
+the first slice itself when writing costs it no work per byte, as to /dev/null or a
+pipe), and the parent interleaves their output epoch by epoch (in the C core:
+ts_merge, which hands long segments out where they were written and copies only
+short ones), so the bytes are the same for any process count. -j N is an upper
+bound: the processes started are picked from the work (plan_processes), as starting
+one without enough rows for it costs more than it saves, and one process is kept
+when a process's share of an epoch would not fit in its slots (plan_merge). --groups
+N without --group writes N files, one per group.
 
 Memory stays bounded at any scale: the processes of one generate share one
 simmemory.Budget, and a simulator's per-entity state beyond its share lives in a
@@ -32,7 +32,6 @@ import time
 from collections import deque
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-
 
 from . import __version__
 from .dataset import Dataset
@@ -332,6 +331,10 @@ def _run_parallel(ds: Dataset, fmt: str, lo: int, hi: int, processes: int, sink:
                     own.feed(merger, tot)
                 else:
                     _feed_next(workers[merger.turn - mine], merger.turn, merger, tot)
+    except BaseException:      # an error or Ctrl-C: the workers stop now (one may wait for a slot forever)
+        for w in workers:
+            w.proc.kill()
+        raise
     finally:
         for w in workers:
             w.proc.join(timeout=5)
