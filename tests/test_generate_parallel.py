@@ -189,3 +189,18 @@ def test_processes_write_the_bytes_of_one_whether_the_parent_simulates_or_only_w
     gen.generate(ds, "influx", fifo, processes=processes, show_progress=False)
     reader.join(timeout=60)
     assert got == [one] and started == [processes, processes - 1]
+
+
+def test_pieces_are_written_whole_and_in_order_across_short_writes(monkeypatch):
+    pieces = [b"abc", b"", b"defghij", b"k", bytearray(b"lmnopqrstu"), memoryview(b"vwxyz")]
+    got = []
+
+    def writev(fd, bufs):        # at most 4 bytes a call: short writes everywhere
+        assert fd == 7 and 0 < len(bufs) <= 2
+        data = b"".join(bytes(b) for b in bufs)[:4]
+        got.append(data)
+        return len(data)
+    monkeypatch.setattr(gen, "IOV_MAX", 2)
+    monkeypatch.setattr(gen.os, "writev", writev)
+    gen._writev_all(7, list(pieces))
+    assert b"".join(got) == b"abcdefghijklmnopqrstuvwxyz"
