@@ -20,6 +20,7 @@ say so, with the file's size.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import mmap
@@ -80,7 +81,8 @@ class Sink:
                 self.raw = open(path, "wb")
             except OSError as exc:
                 raise UserError(f"--output: cannot write {path!r}: {exc.strerror}") from None
-        self.regular = not self.to_stdout and stat.S_ISREG(os.fstat(self.raw.fileno()).st_mode)
+        self.fd = _fileno(self.raw)
+        self.regular = not self.to_stdout and stat.S_ISREG(os.fstat(self.fd).st_mode)
         self.sha = hashlib.sha256() if self.regular else None
         self.file_bytes = 0
         self.data_bytes = 0
@@ -101,15 +103,21 @@ class Sink:
     def write(self, b) -> int:
         if self.sha is not None:
             self.sha.update(b)
-        try:
+        with self._failing_as_user_error():
             self.raw.write(b)
+        n = len(b)
+        self.file_bytes += n
+        return n
+
+    @contextlib.contextmanager
+    def _failing_as_user_error(self):
+        """A failed write as the UserError naming the output; a closed pipe as it is."""
+        try:
+            yield
         except BrokenPipeError:
             raise
         except OSError as exc:
             raise self._error(exc) from None
-        n = len(b)
-        self.file_bytes += n
-        return n
 
     def flush(self) -> None:
         self.raw.flush()
@@ -130,32 +138,20 @@ class Sink:
     def put_many(self, pieces: list) -> int:
         """Buffers in order (a merge's pieces): uncompressed, hashed each and written by
         writev, up to IOV_MAX a system call, not one call each. Returns their bytes."""
-        fd = self._fd()
-        if self._z is not None or fd is None:
+        n = sum(map(len, pieces))
+        if self._z is not None or self.fd is None:
             for piece in pieces:
                 self.put(piece)
-            return sum(map(len, pieces))
-        n = sum(map(len, pieces))
+            return n
         if self.sha is not None:
             for piece in pieces:
                 self.sha.update(piece)
-        try:
+        with self._failing_as_user_error():
             self.raw.flush()
-            _writev_all(fd, list(pieces))
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            raise self._error(exc) from None
+            _writev_all(self.fd, list(pieces))
         self.data_bytes += n
         self.file_bytes += n
         return n
-
-    def _fd(self) -> int | None:
-        """The file descriptor under the output, or None (a stdout replaced by an object)."""
-        try:
-            return self.raw.fileno()
-        except (OSError, ValueError, AttributeError):   # io.UnsupportedOperation is both; nothing written yet
-            return None
 
     def close(self) -> None:
         try:
@@ -179,6 +175,14 @@ class Sink:
         self.failed = True
         where = "stdout" if self.to_stdout else repr(self.path)
         return UserError(f"--output: cannot write {where}: {exc.strerror or exc}")
+
+
+def _fileno(raw) -> int | None:
+    """The file descriptor under an output, or None (a stdout replaced by an object)."""
+    try:
+        return raw.fileno()
+    except (OSError, ValueError, AttributeError):   # io.UnsupportedOperation is both: no descriptor, writes go by write()
+        return None
 
 
 def _writev_all(fd: int, pieces: list) -> None:
