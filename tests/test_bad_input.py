@@ -372,6 +372,26 @@ def test_bad_experiment_in_a_subprocess(tmp_path):
 
 # ---- beyond bad input: internal errors, Ctrl-C, masking -----------------------------------------
 
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_a_reader_that_closes_the_output_early_ends_generate_without_a_word(processes):
+    """`generate -o - | head -c 10`: the exit code of a Unix tool killed by SIGPIPE (141),
+    not click's word-less 1; nothing on stderr; no generator process left behind."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    end = "2016-01-01T12:00:00Z"       # 3.9M rows: two processes where two CPUs are
+    p = subprocess.Popen([sys.executable, "-m", "tsbench", "generate", "--scale", "100", "--end", end,
+                          "-j", processes, "-o", "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert len(p.stdout.read(10)) == 10
+    p.stdout.close()
+    _, err = p.communicate(timeout=60)
+    assert (p.returncode, err) == (141, b"")
+    left = [q.pid for q in psutil.process_iter(["cmdline"]) if end in (q.info["cmdline"] or ())]
+    assert left == []
+
+
 def test_an_internal_error_is_one_line_and_a_log(capsys, monkeypatch, tmp_path):
     def boom(*a, **k):
         raise RuntimeError("boom\nsecond line")

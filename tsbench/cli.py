@@ -3,6 +3,7 @@ reported in one line naming the option or the file and field; no tracebacks."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 import sys
 
@@ -51,7 +52,6 @@ POSITIVE = _Finite(min=0, min_open=True)
 
 def _writable(ctx, param, value):
     """Click callback: an output file that cannot be written fails before any work."""
-    import os
 
     if value is None or value == "-":
         return value
@@ -77,7 +77,22 @@ def _valid_names(ctx, param, value):
     return value
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _ReaderGone(Exception):
+    """The reader of tsbench's output went away (`generate -o - | head`)."""
+
+
+class _Group(click.Group):
+    """A click group whose commands' closed pipes reach main(): click itself ends any
+    EPIPE with exit 1 and no word, which reads as a failure of tsbench."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise _ReaderGone() from exc
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="tsbench")
 def cli() -> None:
     """tsbench: benchmark time-series databases.
@@ -986,8 +1001,9 @@ def main(argv: list[str] | None = None) -> None:
     """The entry point. Exit codes: 0 done; 2 bad input or an unusable environment (one
     line naming the option, or the file and line); 3 a missing optional dependency; 70 an
     internal error (one line, the trace in a log file); 130 interrupted (Ctrl-C), 143
-    terminated (SIGTERM: handled like Ctrl-C, so a local server is stopped either way); a
-    command may return its own (1: what was checked differs). Every line is masked."""
+    terminated (SIGTERM: handled like Ctrl-C, so a local server is stopped either way); 141
+    the reader of the output closed it (as a Unix tool killed by SIGPIPE ends, without a
+    word); a command may return its own (1: what was checked differs). Every line is masked."""
     from . import signals
 
     try:
@@ -997,9 +1013,9 @@ def main(argv: list[str] | None = None) -> None:
         name = caught.name or "SIGINT"
         _say(f"tsbench: interrupted ({name})")
         sys.exit(signals.EXIT_CODES[name])
-    except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(0)
+    except (BrokenPipeError, _ReaderGone):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # the exit's flush of stdout
+        sys.exit(EXIT_READER_GONE)
     except Exception as exc:          # noqa: BLE001 - every error ends as one line
         code, line = _failure(exc)
         _say(line)
@@ -1007,6 +1023,7 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
+EXIT_READER_GONE = 128 + 13   # as a process killed by SIGPIPE (13) ends in a shell
 INTERNAL_ERROR = 70          # EX_SOFTWARE: a bug of tsbench's
 
 
@@ -1033,7 +1050,6 @@ def _failure(exc: Exception) -> tuple[int, str]:
 def _crash_log(exc: Exception) -> str:
     """The trace of exc, masked, in a new file under $TSBENCH_HOME/logs (else the temp
     dir); its path."""
-    import os
     import tempfile
     import time
     import traceback
