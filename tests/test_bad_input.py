@@ -409,6 +409,22 @@ def test_an_internal_error_is_one_line_and_a_log(capsys, monkeypatch, tmp_path):
     log.unlink()
 
 
+def test_a_broken_pipe_that_is_not_stdout_is_an_error_in_one_line(capsys, monkeypatch, tmp_path):
+    """A database's socket closing mid-write (EPIPE) is not the reader of stdout going away:
+    it is said, not ended in silence (click alone would exit 1 without a word)."""
+    def closed(*a, **k):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("tsbench.experiment.load_experiment", closed)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as ei:
+        cli.main(["run", str(tmp_path / "e.yaml")])
+    err = capsys.readouterr().err
+    assert ei.value.code == cli.INTERNAL_ERROR and err.count("\n") == 1, err
+    assert err.startswith("tsbench: internal error: BrokenPipeError: [Errno 32] Broken pipe, details in "), err
+    pathlib.Path(err.rsplit("details in ", 1)[1].strip()).unlink()
+
+
 def test_ctrl_c_is_130_in_one_line(capsys, monkeypatch, tmp_path):
     def interrupt(*a, **k):
         raise KeyboardInterrupt

@@ -77,19 +77,32 @@ def _valid_names(ctx, param, value):
     return value
 
 
-class _ReaderGone(Exception):
-    """The reader of tsbench's output went away (`generate -o - | head`)."""
+class _PipeBroken(Exception):
+    """A BrokenPipeError out of a command, on its way to main() (its __cause__)."""
 
 
 class _Group(click.Group):
-    """A click group whose commands' closed pipes reach main(): click itself ends any
-    EPIPE with exit 1 and no word, which reads as a failure of tsbench."""
+    """A click group whose commands' broken pipes reach main(): click itself ends any
+    EPIPE with exit 1 and no word, whether the reader of stdout went away or a
+    database's socket did."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except BrokenPipeError as exc:
-            raise _ReaderGone() from exc
+            raise _PipeBroken() from exc
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (poll reports an error on it)."""
+    import select
+
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poll.poll(0))
+    except (OSError, ValueError, AttributeError):   # no file descriptor (captured): not a pipe of ours
+        return False
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -1013,14 +1026,21 @@ def main(argv: list[str] | None = None) -> None:
         name = caught.name or "SIGINT"
         _say(f"tsbench: interrupted ({name})")
         sys.exit(signals.EXIT_CODES[name])
-    except (BrokenPipeError, _ReaderGone):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # the exit's flush of stdout
-        sys.exit(EXIT_READER_GONE)
+    except (BrokenPipeError, _PipeBroken) as exc:
+        if _stdout_reader_gone():
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # the exit's flush of stdout
+            sys.exit(EXIT_READER_GONE)
+        _fail(exc.__cause__ if isinstance(exc, _PipeBroken) else exc)    # another pipe: an error like any
     except Exception as exc:          # noqa: BLE001 - every error ends as one line
-        code, line = _failure(exc)
-        _say(line)
-        sys.exit(code)
+        _fail(exc)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _fail(exc: Exception) -> None:
+    """End with exc's exit code and its one line."""
+    code, line = _failure(exc)
+    _say(line)
+    sys.exit(code)
 
 
 EXIT_READER_GONE = 128 + 13   # as a process killed by SIGPIPE (13) ends in a shell
