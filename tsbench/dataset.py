@@ -18,8 +18,9 @@ DEFAULT_START = "2016-01-01T00:00:00Z"
 @dataclass
 class DatasetSpec:
     """The generate options that define the data (not where it goes), already of their
-    types: click's options and an experiment file's DatasetDecl check them, and
-    spec_from_pairs text. A plain dataclass, so that generate starts without pydantic."""
+    types: click's options and an experiment file's DatasetDecl (experiment.py's pydantic
+    model made from this class) check them, and spec_from_pairs text. A plain dataclass,
+    so that generate starts without pydantic."""
 
     use_case: str = "devops"
     scale: int | None = None

@@ -25,14 +25,15 @@ import itertools
 import json
 import pathlib
 import re
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from dataclasses import MISSING, dataclass, fields
+from typing import Annotated, Any, Literal, get_type_hints
 
 import yaml
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model,
+                      field_validator, model_validator)
 
 from . import secrets, yamlfile
+from .dataset import DatasetSpec
 from .errors import UserError
 
 PHASES = ("generate", "load", "queries", "execute", "validate")     # the default
@@ -61,15 +62,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
-class DatasetDecl(_Strict):
-    use_case: str = "devops"
-    scale: int | None = None
-    start: str = "2016-01-01T00:00:00Z"
-    end: str | None = None
-    interval: str | None = None
-    seed: int = 1
-    params: dict[str, Any] = {}
-    schema_file: str | None = None
+def _declaration_of(spec: type, name: str) -> type[_Strict]:
+    """The strict model of dataclass `spec` as an experiment file declares it: the same
+    fields, types and defaults, from the one definition."""
+    hints = get_type_hints(spec)
+    return create_model(name, __base__=_Strict, **{
+        f.name: (hints[f.name], f.default if f.default is not MISSING else f.default_factory()) for f in fields(spec)})
+
+
+DatasetDecl = _declaration_of(DatasetSpec, "DatasetDecl")
 
 
 class TargetDecl(_Strict):
@@ -570,7 +571,7 @@ def _check_cell_target(t: TargetDecl, knobs: dict, src: _Source, checked: set[st
 
 def _dataset_problem(d: DatasetDecl) -> str | None:
     """Why a dataset cannot be generated (use case, scale, times, parameters, schema, empty), else None."""
-    from .dataset import DatasetSpec, resolve
+    from .dataset import resolve
     from .generate import check_nonempty
 
     try:
