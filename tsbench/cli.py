@@ -1026,11 +1026,11 @@ def main(argv: list[str] | None = None) -> None:
         name = caught.name or "SIGINT"
         _say(f"tsbench: interrupted ({name})")
         sys.exit(signals.EXIT_CODES[name])
-    except (BrokenPipeError, _PipeBroken) as exc:
+    except _PipeBroken as exc:          # (click's main ends a bare EPIPE itself: none reaches here)
         if _stdout_reader_gone():
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # the exit's flush of stdout
             sys.exit(EXIT_READER_GONE)
-        _fail(exc.__cause__ if isinstance(exc, _PipeBroken) else exc)    # another pipe: an error like any
+        _fail(exc.__cause__)             # another pipe (a database's socket): an error like any
     except Exception as exc:          # noqa: BLE001 - every error ends as one line
         _fail(exc)
     sys.exit(rc if isinstance(rc, int) else 0)
