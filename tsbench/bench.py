@@ -1,6 +1,8 @@
 """Benchmark of phase 1 (`nox -s bench`): times `python -m tsbench generate`
 as a whole command and prints rows/s, values/s, MB/s, CPU seconds and peak RSS
-for 1 and 2 processes, then where one process's time goes: making the values
+for 1 and 2 processes in alternating rounds (each round also timing the machine's own
+two-process ceiling, so that -j2 is set against the minute it ran in), then where one
+process's time goes: making the values
 (the C core's simulation alone, ts_sim_simulate), formatting them (a fill into
 one reused buffer, less that), and the rest of the command (start-up, writing,
 manifest). Figures come from a benchmark, never from timed tests.
@@ -106,7 +108,7 @@ def phases(a, rows: int, command_cpu: float) -> None:
 
 
 def _fill_slice(a, lo: int, hi: int) -> None:
-    """(A child of two_at_once) fill entities [lo, hi) into one reused buffer; print the wall seconds."""
+    """(A child of ceiling_round) fill entities [lo, hi) into one reused buffer; print the wall seconds."""
     from .dataset import DatasetSpec, resolve
     from .generate import BUF_BYTES
     from .native import Simulator
@@ -119,22 +121,31 @@ def _fill_slice(a, lo: int, hi: int) -> None:
     print(f"{time.perf_counter() - t0:.4f}")
 
 
-def two_at_once(a) -> None:
-    """The machine's own ceiling for -j2: each half of the hosts filled alone, then both
-    halves in two processes at once, in rounds (no merge, no hand-offs, no start-up timed)."""
+def ceiling_round(a) -> tuple[float, float]:
+    """One round of the machine's own ceiling for -j2: each half of the hosts filled alone,
+    one after the other, then both halves in two processes at once (no merge, no hand-offs,
+    no start-up timed). Returns the two wall times: (alone, together)."""
     half = [(0, a.scale // 2), (a.scale // 2, a.scale)]
     child = lambda lo, hi: subprocess.Popen([sys.executable, "-m", "tsbench.bench", "--scale", str(a.scale),
                                              "--end", a.end, "--format", a.format, "--fill-slice", str(lo),
                                              str(hi)], stdout=subprocess.PIPE)
     seconds = lambda procs: [float(p.communicate()[0]) for p in procs]
-    alone, together = [], []
-    for _ in range(a.runs):
-        alone.append(sum(seconds([child(*h)])[0] for h in half))
-        together.append(max(seconds([child(*h) for h in half])))
-    ratios = sorted(x / y for x, y in zip(alone, together))
-    print(f"the machine's ceiling for -j2 (medians of {a.runs} rounds): the two halves' fills one after the other "
-          f"{statistics.median(alone):.2f} s, side by side in two processes {statistics.median(together):.2f} s: "
-          f"{statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}), where two full cores would give 2x")
+    return sum(seconds([child(*h)])[0] for h in half), max(seconds([child(*h) for h in half]))
+
+
+def print_ceiling(ceilings: list[tuple[float, float]], two: list[dict]) -> None:
+    """The machine's ceiling, and -j2's generation against it, each from the same rounds."""
+    alone, together = [c[0] for c in ceilings], [c[1] for c in ceilings]
+    ratios = sorted(x / y for x, y in ceilings)
+    print(f"the machine's ceiling for -j2 (medians of the same {len(ceilings)} rounds): the two halves' fills one "
+          f"after the other {statistics.median(alone):.2f} s, side by side in two processes "
+          f"{statistics.median(together):.2f} s: {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}), "
+          f"where two full cores would give 2x")
+    if two[0]["used"] != 2:
+        return                  # -j2 ran one process: nothing of two to set against the ceiling
+    share = sorted(c[1] / r["gen"] for c, r in zip(ceilings, two))
+    print(f"  -j2's generation against the two halves side by side in the same round (their fills alone, "
+          f"no merge, no writes): {statistics.median(share):.2f} of their speed ({share[0]:.2f}-{share[-1]:.2f})")
 
 
 def compile_bytecode() -> None:
@@ -176,7 +187,8 @@ def main() -> None:
     cmds = {p: [sys.executable, "-m", "tsbench", "generate", "--scale", str(a.scale), "--end", a.end,
                 "--seed", "123", "--format", a.format, "-o", "/dev/null", "--processes", str(p)]
             for p in [int(x) for x in a.processes.split(",")]}
-    results = timed_rounds(cmds, a.runs)
+    ceiling = (lambda: ceiling_round(a)) if not a.no_ceiling and 2 in cmds else None
+    results, ceilings = timed_rounds(cmds, a.runs, ceiling)
     for p, runs in results.items():
         print_row(p, runs, measure(cmds[p]), m)
     print("seconds: median wall time of the whole command, interpreter start-up and imports included")
@@ -185,17 +197,18 @@ def main() -> None:
     print("CPU s: user + system of all its processes; N (M): -j N asked, M processes used;")
     print("RSS, PSS: one more run, its process tree sampled every 100 ms (the timed runs are not sampled).")
     print_ratios(results)
-    if not a.no_ceiling and 2 in results:
-        two_at_once(a)
+    if ceilings:
+        print_ceiling(ceilings, results[2])
     if not a.no_phases and 1 in results:
         phases(a, rows, statistics.median(r["cpu"] for r in results[1]))
 
 
-def timed_rounds(cmds: dict[int, list[str]], rounds: int) -> dict[int, list[dict]]:
-    """Each command once a round, in turn (-j1, -j2, -j1, ...), so that a drift of the
-    machine's speed falls on all alike; CPU seconds of each run from this process's
-    children's times."""
+def timed_rounds(cmds: dict[int, list[str]], rounds: int, ceiling=None) -> tuple[dict[int, list[dict]], list]:
+    """Each command once a round, in turn (-j1, -j2, -j1, ...), then `ceiling` (when
+    given), so that a drift of the machine's speed falls on all alike; CPU seconds of
+    each run from this process's children's times. Returns the runs and the ceilings."""
     out: dict[int, list[dict]] = {p: [] for p in cmds}
+    ceilings = []
     for _ in range(rounds):
         for p, cmd in cmds.items():
             before = os.times()
@@ -203,7 +216,9 @@ def timed_rounds(cmds: dict[int, list[str]], rounds: int) -> dict[int, list[dict
             after = os.times()
             r["cpu"] = (after.children_user - before.children_user) + (after.children_system - before.children_system)
             out[p].append(r)
-    return out
+        if ceiling:
+            ceilings.append(ceiling())
+    return out, ceilings
 
 
 def print_row(p: int, runs: list[dict], mem: dict, m: dict) -> None:
