@@ -122,6 +122,8 @@ struct ts_sim {
      * series s is step_idx[first_field + step_end[s][k-1] .. + step_end[s][k]) */
     int32_t *step_idx;
     int32_t (*step_end)[TS_STEP_KINDS];
+    /* per step position, the same: its field's stream key less the series' base */
+    uint64_t *step_key;
     /* per series: 1 when every field is written as its state (no derived,
      * truncated or hidden field): series_values takes one fused loop */
     int32_t *plain;

@@ -32,15 +32,25 @@ static inline uint64_t ts_stream_key(uint64_t seed, int64_t entity, int64_t seri
     return ts_mix64(k + (uint64_t)slot * UINT64_C(0x165667b19e3779f9));
 }
 
+#define TS_TICK_STRIDE UINT64_C(0x9e3779b97f4a7c15)
+
 static inline uint64_t ts_draw(uint64_t key, uint64_t tick, uint64_t j)
 {
-    return ts_mix64(key + tick * UINT64_C(0x9e3779b97f4a7c15) + j * UINT64_C(0xd1b54a32d192ed03));
+    return ts_mix64(key + tick * TS_TICK_STRIDE + j * UINT64_C(0xd1b54a32d192ed03));
 }
 
-/* uniform in [0, 1) with 53 random bits */
+/* uniform in [0, 1) with 53 random bits (r >> 11 < 2^53: a signed conversion is exact
+ * and one instruction, where an unsigned one branches) */
 static inline double ts_u01(uint64_t r)
 {
-    return (double)(r >> 11) * 0x1.0p-53;
+    return (double)(int64_t)(r >> 11) * 0x1.0p-53;
+}
+
+/* 2 * ts_u01(r) - 1, uniform in [-1, 1): the same bits, as both products by powers
+ * of two are exact */
+static inline double ts_u11(uint64_t r)
+{
+    return (double)(int64_t)(r >> 11) * 0x1.0p-52 - 1.0;
 }
 
 /* Ziggurat tables for the standard normal (Marsaglia & Tsang; 128 layers) */
@@ -67,14 +77,19 @@ static void ts_zig_init(ts_zig *z)
 /* a standard normal draw from stream key at tick; j counts the draws used */
 static double ts_normal_slow(const ts_zig *z, uint64_t key, uint64_t tick, uint64_t r);
 
-static inline double ts_normal(const ts_zig *z, uint64_t key, uint64_t tick)
+/* the same from r = ts_draw(key, tick, 0), already drawn */
+static inline double ts_normal_of(const ts_zig *z, uint64_t key, uint64_t tick, uint64_t r)
 {
-    uint64_t r = ts_draw(key, tick, 0);
     unsigned i = (unsigned)(r & (TS_ZIG_LAYERS - 1));
-    double u = 2.0 * ts_u01(r) - 1.0;
+    double u = ts_u11(r);
     if (fabs(u) < z->ratio[i])
         return u * z->x[i];
     return ts_normal_slow(z, key, tick, r);
+}
+
+static inline double ts_normal(const ts_zig *z, uint64_t key, uint64_t tick)
+{
+    return ts_normal_of(z, key, tick, ts_draw(key, tick, 0));
 }
 
 static double ts_normal_slow(const ts_zig *z, uint64_t key, uint64_t tick, uint64_t r)
@@ -82,7 +97,7 @@ static double ts_normal_slow(const ts_zig *z, uint64_t key, uint64_t tick, uint6
     const double R = 3.442619855899;
     for (uint64_t j = 16;; j += 4) {
         unsigned i = (unsigned)(r & (TS_ZIG_LAYERS - 1));
-        double u = 2.0 * ts_u01(r) - 1.0;
+        double u = ts_u11(r);
         if (fabs(u) < z->ratio[i])
             return u * z->x[i];
         if (i == 0) {

@@ -357,7 +357,8 @@ static int compile_steps(ts_sim *sim)
     sim->step_idx = malloc(sizeof(int32_t) * (size_t)sim->n_fields + 1);
     sim->step_end = malloc(sizeof *sim->step_end * (size_t)sim->n_series);
     sim->plain = malloc(sizeof(int32_t) * (size_t)sim->n_series);
-    if (!sim->step_idx || !sim->step_end || !sim->plain) return TS_ERR_NOMEM;
+    sim->step_key = malloc(sizeof(uint64_t) * (size_t)sim->n_fields + 1);
+    if (!sim->step_idx || !sim->step_end || !sim->plain || !sim->step_key) return TS_ERR_NOMEM;
     for (int32_t s = 0; s < sim->n_series; s++) {
         const ts_series *se = &sim->series[s];
         int32_t n = 0;
@@ -372,6 +373,8 @@ static int compile_steps(ts_sim *sim)
                 if (step_kind(&sim->fields[se->first_field + f]) == k) sim->step_idx[se->first_field + n++] = f;
             sim->step_end[s][k] = n;
         }
+        for (int32_t i = 0; i < n; i++)
+            sim->step_key[se->first_field + i] = field_key(0, sim->step_idx[se->first_field + i]);
     }
     return TS_OK;
 }
@@ -398,10 +401,13 @@ static inline void step_other(const ts_sim *sim, const ts_field *fd, double *fs,
     }
 }
 
-/* a normal step a + b * N(0, 1) of field f (scale 1: the same bits as step_draw) */
-static inline double normal_step(const ts_sim *sim, const ts_field *fd, int32_t f, uint64_t base, uint64_t t)
+/* a normal step a + b * N(0, 1) of the field with stream key base + key (scale 1: the
+ * same bits as step_draw); at_tick is base + t * TS_TICK_STRIDE, the series' draws'
+ * common part */
+static inline double normal_step(const ts_sim *sim, const ts_field *fd, uint64_t key, uint64_t base,
+                                 uint64_t at_tick, uint64_t t)
 {
-    return fd->a + fd->b * ts_normal(&sim->zig, field_key(base, f), t);
+    return fd->a + fd->b * ts_normal_of(&sim->zig, base + key, t, ts_mix64(at_tick + key));
 }
 
 /* advance the state of (entity, series) from tick t to t + 1: one loop per step kind */
@@ -411,21 +417,22 @@ static void series_advance(ts_sim *sim, int64_t el, int32_t s, uint64_t t)
     double *fs = sim->state + el * sim->n_fields + se->first_field;
     const ts_field *fds = sim->fields + se->first_field;
     const int32_t *idx = sim->step_idx + se->first_field, *end = sim->step_end[s];
-    uint64_t base = sim->base[(size_t)el * (size_t)sim->n_series + (size_t)s];
+    const uint64_t *key = sim->step_key + se->first_field;
+    uint64_t base = sim->base[(size_t)el * (size_t)sim->n_series + (size_t)s], at = base + t * TS_TICK_STRIDE;
     int32_t i = 0;
     for (; i < end[TS_STEP_CWALK_N]; i++) {
         int32_t f = idx[i];
         const ts_field *fd = &fds[f];
-        double v = fs[f] + normal_step(sim, fd, f, base, t);
+        double v = fs[f] + normal_step(sim, fd, key[i], base, at, t);
         if (v < fd->lo) v = fd->lo;
         if (v > fd->hi) v = fd->hi;
         if (fd->reset && v <= fd->lo) v = fd->hi;
         fs[f] = v;
     }
     for (; i < end[TS_STEP_MWALK_N]; i++)
-        fs[idx[i]] += fabs(normal_step(sim, &fds[idx[i]], idx[i], base, t));
+        fs[idx[i]] += fabs(normal_step(sim, &fds[idx[i]], key[i], base, at, t));
     for (; i < end[TS_STEP_WALK_N]; i++)
-        fs[idx[i]] += normal_step(sim, &fds[idx[i]], idx[i], base, t);
+        fs[idx[i]] += normal_step(sim, &fds[idx[i]], key[i], base, at, t);
     for (; i < end[TS_STEP_OTHER]; i++)
         step_other(sim, &fds[idx[i]], fs, idx[i], base, t);
 }
@@ -479,7 +486,7 @@ void ts_sim_free(ts_sim *sim)
     free(sim->strtab); free(sim->stroff); free(sim->parts); free(sim->tags);
     free(sim->series); free(sim->fields); free(sim->table); free(sim->itable);
     free(sim->scratch); free(sim->pfx_scratch); free(sim->visible);
-    free(sim->step_idx); free(sim->step_end); free(sim->plain);
+    free(sim->step_idx); free(sim->step_end); free(sim->plain); free(sim->step_key);
     free(sim->items); free(sim->item_first); free(sim->item_text); free(sim->csv_head);
     for (int f = 0; f < TS_FMT_COUNT; f++) {
         free(sim->bound[f]); free(sim->pfx_bound[f]); free(sim->piece[f]); free(sim->piece_off[f]);
@@ -806,6 +813,49 @@ static void pend_remove(ts_sim *sim, size_t slot, int32_t i)
     }
 }
 
+/* 1 when every state of a plain series is written as it stands by the text formats
+ * (which truncate an integer as written_int does): finite, and inside the range
+ * written_int clamps to (NaN fails the test) */
+typedef uint64_t u64x2 __attribute__((vector_size(16)));
+
+static inline int plain_in_range(const double *fs, int32_t n)
+{
+    /* on the bits of |v| (NaN and Inf sort above every finite value): adding
+     * 2^63 - limit sets the top bit exactly when |v| >= limit; two values at a time */
+    const double limit = 9.2e18;
+    const uint64_t abs_bits = ~(UINT64_C(1) << 63);
+    uint64_t bias, over;
+    memcpy(&bias, &limit, sizeof bias);
+    bias = (UINT64_C(1) << 63) - bias;
+    u64x2 over2 = {0, 0}, b2;
+    int32_t f = 0;
+    for (; f + 2 <= n; f += 2) {
+        memcpy(&b2, fs + f, sizeof b2);
+        over2 |= (b2 & abs_bits) + bias;
+    }
+    over = over2[0] | over2[1];
+    if (f < n) {
+        uint64_t b;
+        memcpy(&b, fs + f, sizeof b);
+        over |= (b & abs_bits) + bias;
+    }
+    return !(over >> 63);
+}
+
+/* the written values of (el, s) at the current tick, as series_values: the state
+ * itself when `direct` (the record goes out now, as text or only counted) and the
+ * series is plain and in range; else series_values into sim->scratch */
+static int32_t entry_values(ts_sim *sim, int64_t el, int32_t s, int direct, const double **vals)
+{
+    const double *fs = sim->state + el * sim->n_fields + sim->series[s].first_field;
+    if (direct && sim->plain[s] && plain_in_range(fs, sim->series[s].n_fields)) {
+        *vals = fs;
+        return -1;
+    }
+    *vals = sim->scratch;
+    return series_values(sim, el, s, sim->scratch);
+}
+
 static int32_t run(ts_sim *sim, sink *k, int64_t *marks, int64_t marks_cap)
 {
     ts_fill_result *res = k->res;
@@ -832,14 +882,15 @@ static int32_t run(ts_sim *sim, sink *k, int64_t *marks, int64_t marks_cap)
         if (sim->t < sim->epochs) {
             fate fa = entry_fate(sim, sim->el, sim->s, sim->t);
             if (fa.deliver) {
-                if ((bad = series_values(sim, sim->el, sim->s, sim->scratch)) >= 0) {
+                const double *vals;
+                if ((bad = entry_values(sim, sim->el, sim->s, fa.delay == 0 && !k->cols, &vals)) >= 0) {
                     res->bad_field = sim->series[sim->s].first_field + bad;
                     res->bad_time = sim->start_ns + sim->t * sim->interval_ns;
                     rc = TS_ERR_VALUE;
                     goto stop;
                 }
                 if (fa.delay == 0) {
-                    if (!emit(sim, k, sim->el, sim->s, sim->t, sim->scratch, fa.null_field, fa.null_tag))
+                    if (!emit(sim, k, sim->el, sim->s, sim->t, vals, fa.null_field, fa.null_tag))
                         goto stop;
                 } else {
                     int32_t i = sim->pend_n[slot]++;
