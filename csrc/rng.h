@@ -39,8 +39,8 @@ static inline uint64_t ts_draw(uint64_t key, uint64_t tick, uint64_t j)
     return ts_mix64(key + tick * TS_TICK_STRIDE + j * UINT64_C(0xd1b54a32d192ed03));
 }
 
-/* uniform in [0, 1) with 53 random bits (r >> 11 < 2^53: a signed conversion is exact
- * and one instruction, where an unsigned one branches) */
+/* uniform in [0, 1) with 53 random bits (r >> 11 < 2^53: converted as signed, the
+ * same double) */
 static inline double ts_u01(uint64_t r)
 {
     return (double)(int64_t)(r >> 11) * 0x1.0p-53;

@@ -813,11 +813,11 @@ static void pend_remove(ts_sim *sim, size_t slot, int32_t i)
     }
 }
 
+typedef uint64_t u64x2 __attribute__((vector_size(16)));
+
 /* 1 when every state of a plain series is written as it stands by the text formats
  * (which truncate an integer as written_int does): finite, and inside the range
  * written_int clamps to (NaN fails the test) */
-typedef uint64_t u64x2 __attribute__((vector_size(16)));
-
 static inline int plain_in_range(const double *fs, int32_t n)
 {
     /* on the bits of |v| (NaN and Inf sort above every finite value): adding

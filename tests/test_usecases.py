@@ -81,49 +81,43 @@ measurements:
         assert (v[:, 3] == 2 * np.arange(60)).all() and (v[:, 4] == v[:, 3] + 1).all()
 
 
-EDGES = """
-name: edges
-scale: 1
-measurements:
-  - name: m
-    fields:
-      - {name: big, type: int, evolution: walk, step: {constant: 0}, initial: 1.0e19}
-      - {name: neg, type: int, evolution: walk, step: {constant: 0}, initial: -1.0e19}
-      - {name: near, type: int, evolution: walk, step: {constant: 0}, initial: 9.1e18}
-      - {name: frac, type: int, evolution: walk, step: {constant: 0.75}, initial: -2.5}
-      - {name: x, type: float, evolution: walk, step: {constant: 0.75}, initial: -2.5}
-  - name: small
-    fields:
-      - {name: frac, type: int, evolution: walk, step: {constant: 0.75}, initial: -2.5}
-"""
+EDGE_FIELDS = {   # name: (definition, written at ticks 0-4)
+    "big": ("type: int, evolution: walk, step: {constant: 0}, initial: 1.0e19", ["9200000000000000000i"] * 5),
+    "neg": ("type: int, evolution: walk, step: {constant: 0}, initial: -1.0e19", ["-9200000000000000000i"] * 5),
+    "near": ("type: int, evolution: walk, step: {constant: 0}, initial: 9.1e18", ["9100000000000000000i"] * 5),
+    "frac": ("type: int, evolution: walk, step: {constant: 0.75}, initial: -2.5", ["-2i", "-1i", "-1i", "0i", "0i"]),
+    "x": ("type: float, evolution: walk, step: {constant: 0.75}, initial: -2.5",
+          ["-2.5", "-1.75", "-1", "-0.25", "0.5"]),
+}
+# a value out of range first in a pair, second in a pair, last alone; none; one field
+EDGE_SERIES = {"a": ["big", "frac"], "b": ["frac", "neg"], "c": ["frac", "x", "big"], "d": ["near", "frac", "x"],
+               "e": ["frac"]}
 
 
 @pytest.mark.parametrize("fmt", ["influx", "csv"])
 def test_int_fields_written_truncated_and_clamped(tmp_path, fmt):
     """An integer is its state truncated toward zero and held within +/-9.2e18, whether
     a record is written from the state itself (every value in range) or from a copy
-    (a series holding a value out of range)."""
-    f = tmp_path / "s.yaml"
-    f.write_text(EDGES)
-    text = generate_bytes(tmp_path, "-u", "custom", "--schema", str(f), "--end", "2016-01-01T00:00:50Z",
+    (a series holding a value out of range, wherever it stands)."""
+    series = "".join(f"  - name: {m}\n    fields:\n" + "".join(f"      - {{name: {f}, {EDGE_FIELDS[f][0]}}}\n"
+                                                               for f in fields)
+                     for m, fields in EDGE_SERIES.items())
+    schema = tmp_path / "s.yaml"
+    schema.write_text(f"name: edges\nscale: 1\nmeasurements:\n{series}")
+    text = generate_bytes(tmp_path, "-u", "custom", "--schema", str(schema), "--end", "2016-01-01T00:00:50Z",
                           "--format", fmt).decode()
-    frac = ["-2", "-1", "-1", "0", "0"]
-    if fmt == "influx":
-        lines = text.splitlines()
-        m = [dict(kv.split("=") for kv in ln.split(" ")[1].split(",")) for ln in lines if ln.startswith("m ")]
-        small = [ln.split(" ")[1] for ln in lines if ln.startswith("small ")]
-        assert [r["big"] for r in m] == ["9200000000000000000i"] * 5
-        assert [r["neg"] for r in m] == ["-9200000000000000000i"] * 5
-        assert [r["near"] for r in m] == ["9100000000000000000i"] * 5
-        assert [r["frac"] for r in m] == [v + "i" for v in frac]
-        assert [r["x"] for r in m] == ["-2.5", "-1.75", "-1", "-0.25", "0.5"]
-        assert small == [f"frac={v}i" for v in frac]
-    else:
-        rows = [ln.split(",") for ln in text.splitlines()]
-        m = [r[2:] for r in rows if r[0] == "m"]
-        assert m == [["9200000000000000000", "-9200000000000000000", "9100000000000000000", v, x]
-                     for v, x in zip(frac, ["-2.5", "-1.75", "-1", "-0.25", "0.5"])]
-        assert [r[2:] for r in rows if r[0] == "small"] == [[v] for v in frac]
+    got: dict[str, list[list[str]]] = {}
+    for line in text.splitlines():
+        if fmt == "influx":
+            m, values = line.split(" ")[0], [kv.split("=")[1] for kv in line.split(" ")[1].split(",")]
+        else:
+            m, values = line.split(",")[0], line.split(",")[2:]
+        got.setdefault(m, []).append(values)
+    for m, fields in EDGE_SERIES.items():
+        want = [[EDGE_FIELDS[f][1][t] for f in fields] for t in range(5)]
+        if fmt == "csv":
+            want = [[v.rstrip("i") for v in row] for row in want]
+        assert got[m] == want, m
 
 
 FAULTY = """
