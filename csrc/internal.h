@@ -86,6 +86,14 @@ typedef struct ts_pending {
     int32_t null_field, null_tag;
 } ts_pending;
 
+/* a field as the advance reads it, at its step position: a compact copy (the
+ * distribution's a, b and the clamp's lo, hi at scale 1) */
+typedef struct ts_walk {
+    uint64_t key;          /* its stream key less the series' base */
+    double a, b, lo, hi;
+    int32_t f, reset;      /* its index within the series; CWALK's refill at lo */
+} ts_walk;
+
 struct ts_sim {
     /* the schema (deep copy) */
     char *strtab;
@@ -122,8 +130,8 @@ struct ts_sim {
      * series s is step_idx[first_field + step_end[s][k-1] .. + step_end[s][k]) */
     int32_t *step_idx;
     int32_t (*step_end)[TS_STEP_KINDS];
-    /* per step position, the same: its field's stream key less the series' base */
-    uint64_t *step_key;
+    /* per step position, the same: what the advance reads of its field */
+    ts_walk *walks;
     /* per series: 1 when every field is written as its state (no derived,
      * truncated or hidden field): series_values takes one fused loop */
     int32_t *plain;

@@ -357,8 +357,8 @@ static int compile_steps(ts_sim *sim)
     sim->step_idx = malloc(sizeof(int32_t) * (size_t)sim->n_fields + 1);
     sim->step_end = malloc(sizeof *sim->step_end * (size_t)sim->n_series);
     sim->plain = malloc(sizeof(int32_t) * (size_t)sim->n_series);
-    sim->step_key = malloc(sizeof(uint64_t) * (size_t)sim->n_fields + 1);
-    if (!sim->step_idx || !sim->step_end || !sim->plain || !sim->step_key) return TS_ERR_NOMEM;
+    sim->walks = malloc(sizeof(ts_walk) * (size_t)sim->n_fields + 1);
+    if (!sim->step_idx || !sim->step_end || !sim->plain || !sim->walks) return TS_ERR_NOMEM;
     for (int32_t s = 0; s < sim->n_series; s++) {
         const ts_series *se = &sim->series[s];
         int32_t n = 0;
@@ -373,8 +373,11 @@ static int compile_steps(ts_sim *sim)
                 if (step_kind(&sim->fields[se->first_field + f]) == k) sim->step_idx[se->first_field + n++] = f;
             sim->step_end[s][k] = n;
         }
-        for (int32_t i = 0; i < n; i++)
-            sim->step_key[se->first_field + i] = field_key(0, sim->step_idx[se->first_field + i]);
+        for (int32_t i = 0; i < n; i++) {
+            int32_t f = sim->step_idx[se->first_field + i];
+            const ts_field *fd = &sim->fields[se->first_field + f];
+            sim->walks[se->first_field + i] = (ts_walk){field_key(0, f), fd->a, fd->b, fd->lo, fd->hi, f, fd->reset};
+        }
     }
     return TS_OK;
 }
@@ -401,13 +404,11 @@ static inline void step_other(const ts_sim *sim, const ts_field *fd, double *fs,
     }
 }
 
-/* a normal step a + b * N(0, 1) of the field with stream key base + key (scale 1: the
- * same bits as step_draw); at_tick is base + t * TS_TICK_STRIDE, the series' draws'
- * common part */
-static inline double normal_step(const ts_sim *sim, const ts_field *fd, uint64_t key, uint64_t base,
-                                 uint64_t at_tick, uint64_t t)
+/* the normal step a + b * N(0, 1) of walk w (scale 1: the same bits as step_draw);
+ * at_tick is base + t * TS_TICK_STRIDE, the series' draws' common part */
+static inline double normal_step(const ts_sim *sim, const ts_walk *w, uint64_t base, uint64_t at_tick, uint64_t t)
 {
-    return fd->a + fd->b * ts_normal_of(&sim->zig, base + key, t, ts_mix64(at_tick + key));
+    return w->a + w->b * ts_normal_of(&sim->zig, base + w->key, t, ts_mix64(at_tick + w->key));
 }
 
 /* advance the state of (entity, series) from tick t to t + 1: one loop per step kind */
@@ -417,22 +418,20 @@ static void series_advance(ts_sim *sim, int64_t el, int32_t s, uint64_t t)
     double *fs = sim->state + el * sim->n_fields + se->first_field;
     const ts_field *fds = sim->fields + se->first_field;
     const int32_t *idx = sim->step_idx + se->first_field, *end = sim->step_end[s];
-    const uint64_t *key = sim->step_key + se->first_field;
+    const ts_walk *w = sim->walks + se->first_field;
     uint64_t base = sim->base[(size_t)el * (size_t)sim->n_series + (size_t)s], at = base + t * TS_TICK_STRIDE;
     int32_t i = 0;
     for (; i < end[TS_STEP_CWALK_N]; i++) {
-        int32_t f = idx[i];
-        const ts_field *fd = &fds[f];
-        double v = fs[f] + normal_step(sim, fd, key[i], base, at, t);
-        if (v < fd->lo) v = fd->lo;
-        if (v > fd->hi) v = fd->hi;
-        if (fd->reset && v <= fd->lo) v = fd->hi;
-        fs[f] = v;
+        double v = fs[w[i].f] + normal_step(sim, &w[i], base, at, t);
+        if (v < w[i].lo) v = w[i].lo;
+        if (v > w[i].hi) v = w[i].hi;
+        if (w[i].reset && v <= w[i].lo) v = w[i].hi;
+        fs[w[i].f] = v;
     }
     for (; i < end[TS_STEP_MWALK_N]; i++)
-        fs[idx[i]] += fabs(normal_step(sim, &fds[idx[i]], key[i], base, at, t));
+        fs[w[i].f] += fabs(normal_step(sim, &w[i], base, at, t));
     for (; i < end[TS_STEP_WALK_N]; i++)
-        fs[idx[i]] += normal_step(sim, &fds[idx[i]], key[i], base, at, t);
+        fs[w[i].f] += normal_step(sim, &w[i], base, at, t);
     for (; i < end[TS_STEP_OTHER]; i++)
         step_other(sim, &fds[idx[i]], fs, idx[i], base, t);
 }
@@ -486,7 +485,7 @@ void ts_sim_free(ts_sim *sim)
     free(sim->strtab); free(sim->stroff); free(sim->parts); free(sim->tags);
     free(sim->series); free(sim->fields); free(sim->table); free(sim->itable);
     free(sim->scratch); free(sim->pfx_scratch); free(sim->visible);
-    free(sim->step_idx); free(sim->step_end); free(sim->plain); free(sim->step_key);
+    free(sim->step_idx); free(sim->step_end); free(sim->plain); free(sim->walks);
     free(sim->items); free(sim->item_first); free(sim->item_text); free(sim->csv_head);
     for (int f = 0; f < TS_FMT_COUNT; f++) {
         free(sim->bound[f]); free(sim->pfx_bound[f]); free(sim->piece[f]); free(sim->piece_off[f]);
@@ -728,63 +727,77 @@ static const char *cached_prefix(ts_sim *sim, int32_t fmt, int64_t el, int32_t s
     return c->blob + (*e >> TS_PFX_LEN_BITS);
 }
 
-/* write one record; 0 when it does not fit */
+/* one record's row of columns (ts_sim_fill_columns) */
+static __attribute__((noinline)) void emit_columns(const ts_sim *sim, const sink *k, int64_t el, int32_t s,
+                                                   int64_t epoch, const double *vals, int32_t null_field,
+                                                   int32_t null_tag)
+{
+    const ts_series *se = &sim->series[s];
+    const ts_columns *c = k->cols;
+    int64_t i = k->res->rows;
+    c->time[i] = sim->start_ns + epoch * sim->interval_ns;
+    c->entity[i] = sim->entity_lo + el;
+    c->series[i] = s;
+    c->null_tag[i] = null_tag;
+    c->delay[i] = (int32_t)(sim->t - epoch);
+    double *row = c->values + i * c->width;
+    int32_t w = 0;
+    for (int32_t f = 0; f < se->n_fields && w < c->width; f++) {
+        if (sim->fields[se->first_field + f].hidden) continue;
+        row[w++] = f == null_field ? NAN : vals[f];
+    }
+    for (; w < c->width; w++) row[w] = NAN;
+}
+
+/* a late record's time stamp (not the current epoch's, which is kept); its length */
+static __attribute__((noinline)) size_t late_stamp(const ts_format_ops *ops, int64_t time_ns, char *out)
+{
+    return ops->stamp(time_ns, out);
+}
+
+/* one record's text at the end of k's buffer; 0 when it does not fit */
+static int emit_text(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, const double *vals,
+                     int32_t null_field, int32_t null_tag)
+{
+    const ts_format_ops *ops = ts_formats[k->fmt];
+    if (k->cap - k->used < sim->bound[k->fmt][s]) return 0;
+    int64_t time_ns = sim->start_ns + epoch * sim->interval_ns;
+    const char *stamp = sim->stamp[k->fmt];
+    char local[TS_STAMP_MAX];
+    if (epoch != sim->stamp_epoch[k->fmt]) {
+        if (epoch == sim->t) {
+            sim->stamp_len[k->fmt] = ops->stamp(time_ns, sim->stamp[k->fmt]);
+            sim->stamp_epoch[k->fmt] = epoch;
+        } else {
+            stamp = local;
+        }
+    }
+    size_t stamp_len = stamp == local ? late_stamp(ops, time_ns, local) : sim->stamp_len[k->fmt];
+    size_t plen = 0;
+    const char *pfx = null_tag >= 0 ? NULL : cached_prefix(sim, k->fmt, el, s, &plen);  /* in the cursor's order */
+    ts_rec r = {sim->entity_lo + el, s, time_ns, vals, null_field, null_tag};
+    if (!pfx) {
+        /* not from the cache (a null tag, or a format other than the cached one): build it now */
+        plen = ops->prefix(sim, r.entity, s, null_tag, sim->pfx_scratch);
+        pfx = sim->pfx_scratch;
+    }
+    k->used += ops->record(sim, &r, pfx, plen, stamp, stamp_len, k->buf + k->used);
+    return 1;
+}
+
+/* write one record (as text, as columns, or only counted: ts_sim_simulate); 0 when
+ * it does not fit */
 static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, const double *vals,
                 int32_t null_field, int32_t null_tag)
 {
-    const ts_series *se = &sim->series[s];
-    int64_t time_ns = sim->start_ns + epoch * sim->interval_ns;
-    int64_t nvals = sim->visible[s] - (null_field >= 0);
     if (k->res->rows >= k->row_cap) return 0;
-    if (k->fmt < 0 && !k->cols) {
-        /* ts_sim_simulate: counted only */
-    } else if (k->fmt < 0) {
-        const ts_columns *c = k->cols;
-        int64_t i = k->res->rows;
-        c->time[i] = time_ns;
-        c->entity[i] = sim->entity_lo + el;
-        c->series[i] = s;
-        c->null_tag[i] = null_tag;
-        c->delay[i] = (int32_t)(sim->t - epoch);
-        double *row = c->values + i * c->width;
-        int32_t w = 0;
-        for (int32_t f = 0; f < se->n_fields && w < c->width; f++) {
-            if (sim->fields[se->first_field + f].hidden) continue;
-            row[w++] = f == null_field ? NAN : vals[f];
-        }
-        for (; w < c->width; w++) row[w] = NAN;
-    } else {
-        const ts_format_ops *ops = ts_formats[k->fmt];
-        if (k->cap - k->used < sim->bound[k->fmt][s]) return 0;
-        char *out = k->buf + k->used;
-        const char *stamp;
-        size_t stamp_len;
-        char local[TS_STAMP_MAX];
-        if (epoch == sim->stamp_epoch[k->fmt]) {
-            stamp = sim->stamp[k->fmt];
-            stamp_len = sim->stamp_len[k->fmt];
-        } else if (epoch == sim->t) {
-            sim->stamp_len[k->fmt] = ops->stamp(time_ns, sim->stamp[k->fmt]);
-            sim->stamp_epoch[k->fmt] = epoch;
-            stamp = sim->stamp[k->fmt];
-            stamp_len = sim->stamp_len[k->fmt];
-        } else {
-            stamp_len = ops->stamp(time_ns, local);
-            stamp = local;
-        }
-        size_t plen = 0;
-        const char *pfx = cached_prefix(sim, k->fmt, el, s, &plen);   /* built in the cursor's order */
-        if (null_tag >= 0) pfx = NULL;
-        ts_rec r = {sim->entity_lo + el, s, time_ns, vals, null_field, null_tag};
-        if (!pfx) {
-            /* not from the cache (a null tag, or a format other than the cached one): build it now */
-            plen = ops->prefix(sim, r.entity, s, null_tag, sim->pfx_scratch);
-            pfx = sim->pfx_scratch;
-        }
-        k->used += ops->record(sim, &r, pfx, plen, stamp, stamp_len, out);
+    if (k->fmt >= 0) {
+        if (!emit_text(sim, k, el, s, epoch, vals, null_field, null_tag)) return 0;
+    } else if (k->cols) {
+        emit_columns(sim, k, el, s, epoch, vals, null_field, null_tag);
     }
     k->res->rows++;
-    k->res->values += nvals;
+    k->res->values += sim->visible[s] - (null_field >= 0);
     return 1;
 }
 
