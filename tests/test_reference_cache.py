@@ -116,10 +116,11 @@ def test_a_corrupt_entry_is_computed_again_with_a_note(small, cache):
     entry.write_bytes(entry.read_bytes()[:40])                      # torn
     notes = []
     again = session.reference(ds, say=notes.append)
-    assert _bits(again.expected(specs[0])) == _bits(want) and (again.hits, again.misses) == (0, 1)
+    got = again.expected(specs[0])         # from a new engine: the same rows, maybe in another order
+    assert sorted(_bits(got), key=repr) == sorted(_bits(want), key=repr) and (again.hits, again.misses) == (0, 1)
     assert len(notes) == 3 and "unreadable" in notes[0] and str(entry) in notes[0]
     third = session.reference(ds, say=notes.append)
-    assert _bits(third.expected(specs[0])) == _bits(want) and third.hits == 1       # rewritten whole
+    assert _bits(third.expected(specs[0])) == _bits(got) and third.hits == 1        # rewritten whole
     assert not [p for p in entry.parent.iterdir() if p.name.endswith(".tmp")]
 
 
