@@ -133,7 +133,9 @@ struct ts_sim {
     /* per step position, the same: what the advance reads of its field */
     ts_walk *walks;
     /* per series: 1 when every field is written as its state (no derived,
-     * truncated or hidden field): series_values takes one fused loop */
+     * truncated or hidden field): series_values takes one fused loop, and a
+     * record going out as text is written from the state itself when every
+     * value is in range (entry_values) */
     int32_t *plain;
     /* late entries: per (local entity, series) a ring of pend_cap */
     int32_t pend_cap;
