@@ -130,7 +130,8 @@ struct ts_sim {
      * series s is step_idx[first_field + step_end[s][k-1] .. + step_end[s][k]) */
     int32_t *step_idx;
     int32_t (*step_end)[TS_STEP_KINDS];
-    /* per step position, the same: what the advance reads of its field */
+    /* per step position below step_end[s][TS_STEP_WALK_N] (the walks with a
+     * normal step), the same: what the advance reads of its field */
     ts_walk *walks;
     /* per series: 1 when every field is written as its state (no derived,
      * truncated or hidden field): series_values takes one fused loop, and a

@@ -373,7 +373,7 @@ static int compile_steps(ts_sim *sim)
                 if (step_kind(&sim->fields[se->first_field + f]) == k) sim->step_idx[se->first_field + n++] = f;
             sim->step_end[s][k] = n;
         }
-        for (int32_t i = 0; i < n; i++) {
+        for (int32_t i = 0; i < sim->step_end[s][TS_STEP_WALK_N]; i++) {
             int32_t f = sim->step_idx[se->first_field + i];
             const ts_field *fd = &sim->fields[se->first_field + f];
             sim->walks[se->first_field + i] = (ts_walk){field_key(0, f), fd->a, fd->b, fd->lo, fd->hi, f, fd->reset};
@@ -749,12 +749,6 @@ static __attribute__((noinline)) void emit_columns(const ts_sim *sim, const sink
     for (; w < c->width; w++) row[w] = NAN;
 }
 
-/* a late record's time stamp (not the current epoch's, which is kept); its length */
-static __attribute__((noinline)) size_t late_stamp(const ts_format_ops *ops, int64_t time_ns, char *out)
-{
-    return ops->stamp(time_ns, out);
-}
-
 /* one record's text at the end of k's buffer; 0 when it does not fit */
 static int emit_text(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, const double *vals,
                      int32_t null_field, int32_t null_tag)
@@ -763,16 +757,17 @@ static int emit_text(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch,
     if (k->cap - k->used < sim->bound[k->fmt][s]) return 0;
     int64_t time_ns = sim->start_ns + epoch * sim->interval_ns;
     const char *stamp = sim->stamp[k->fmt];
+    size_t stamp_len;
     char local[TS_STAMP_MAX];
-    if (epoch != sim->stamp_epoch[k->fmt]) {
-        if (epoch == sim->t) {
-            sim->stamp_len[k->fmt] = ops->stamp(time_ns, sim->stamp[k->fmt]);
-            sim->stamp_epoch[k->fmt] = epoch;
-        } else {
-            stamp = local;
-        }
+    if (epoch == sim->stamp_epoch[k->fmt]) {
+        stamp_len = sim->stamp_len[k->fmt];
+    } else if (epoch == sim->t) {   /* the current epoch's, kept for its other records */
+        stamp_len = sim->stamp_len[k->fmt] = ops->stamp(time_ns, sim->stamp[k->fmt]);
+        sim->stamp_epoch[k->fmt] = epoch;
+    } else {                        /* a late record's */
+        stamp_len = ops->stamp(time_ns, local);
+        stamp = local;
     }
-    size_t stamp_len = stamp == local ? late_stamp(ops, time_ns, local) : sim->stamp_len[k->fmt];
     size_t plen = 0;
     const char *pfx = null_tag >= 0 ? NULL : cached_prefix(sim, k->fmt, el, s, &plen);  /* in the cursor's order */
     ts_rec r = {sim->entity_lo + el, s, time_ns, vals, null_field, null_tag};
