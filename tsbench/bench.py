@@ -1,11 +1,10 @@
 """Benchmark of phase 1 (`nox -s bench`): times `python -m tsbench generate`
 as a whole command and prints rows/s, values/s, MB/s, CPU seconds and peak RSS
-for 1 and 2 processes in alternating rounds (each round also timing the machine's own
-two-process ceiling, so that -j2 is set against the minute it ran in), then where one
-process's time goes: making the values
-(the C core's simulation alone, ts_sim_simulate), formatting them (a fill into
-one reused buffer, less that), and the rest of the command (start-up, writing,
-manifest). Figures come from a benchmark, never from timed tests.
+for 1 and 2 processes in alternating rounds, each round also timing the machine's own
+two-process ceiling and where one process's time goes (making the values: the C core's
+simulation alone, ts_sim_simulate; formatting them: a fill into one reused buffer, less
+that; the rest of the command: start-up, writing, manifest), so that every figure is set
+against the minute it ran in. Figures come from a benchmark, never from timed tests.
 """
 
 from __future__ import annotations
@@ -86,24 +85,37 @@ def _fill_all(sim, fmt: str, buf) -> None:
         pass
 
 
-def phases(a, rows: int, command_cpu: float) -> None:
-    """The one-process split of CPU seconds: simulate, format, rest of the command (medians of a.runs)."""
+def phase_round(a) -> tuple[float, float]:
+    """One round of the one-process split, in this process: CPU seconds to simulate the
+    whole dataset (ts_sim_simulate) and to fill it into one reused buffer (simulate +
+    format). Timed in the rounds of the commands, so each figure has the minute of the
+    command it is set against."""
     from .dataset import DatasetSpec, resolve
     from .generate import BUF_BYTES
     from .native import Simulator
 
     ds = resolve(DatasetSpec(use_case="devops", scale=a.scale, end=a.end, seed=123))
     new = lambda: Simulator(ds.compiled, 123, 0, ds.entities, ds.start_ns, ds.interval_ns, ds.epochs, cache=a.format)
-    sim_s = statistics.median(_timed(lambda: _simulate_all(new())) for _ in range(a.runs))
     buf = bytearray(max(BUF_BYTES, 2 * new().record_bound(a.format)))
-    fill_s = statistics.median(_timed(lambda: _fill_all(new(), a.format, buf)) for _ in range(a.runs))
-    print(f"one process, where the CPU time goes (medians of {a.runs}; fill = simulate + format):")
-    for name, sec, what in (("simulate", sim_s, "the values alone (ts_sim_simulate)"),
-                            ("format", fill_s - sim_s, f"{a.format} text from them"),
-                            ("fill", fill_s, "ts_sim_fill into one reused buffer"),
-                            ("rest", command_cpu - fill_s, "start-up, writing, manifest"),
-                            ("command", command_cpu, "the whole generate command")):
-        rate = f"{rows / sec:>12,.0f} rows/s" if sec > 0 else ""
+    return _timed(lambda: _simulate_all(new())), _timed(lambda: _fill_all(new(), a.format, buf))
+
+
+def print_phases(a, rows: int, splits: list[tuple[float, float]], one: list[dict]) -> None:
+    """Where one process's CPU time goes: medians over the rounds, the rest of the command
+    from each round's command less that round's fill (the same minute of the machine)."""
+    sim, fill = [x[0] for x in splits], sorted(x[1] for x in splits)
+    rest = sorted(r["cpu"] - f for r, (_, f) in zip(one, splits))
+    fmt = [x[1] - x[0] for x in splits]
+    print(f"one process, where the CPU time goes (medians of the same {len(splits)} rounds; fill = simulate + "
+          f"format; rest = each round's -j1 command less its fill):")
+    for name, sec, what in (("simulate", statistics.median(sim), "the values alone (ts_sim_simulate)"),
+                            ("format", statistics.median(fmt), f"{a.format} text from them"),
+                            ("fill", statistics.median(fill), f"ts_sim_fill into one reused buffer "
+                                                              f"(rounds {fill[0]:.2f}-{fill[-1]:.2f} CPU s)"),
+                            ("rest", statistics.median(rest), f"start-up, writing, manifest "
+                                                              f"(rounds {rest[0]:.2f}-{rest[-1]:.2f} CPU s)"),
+                            ("command", statistics.median(r["cpu"] for r in one), "the whole generate command")):
+        rate = f"{rows / sec:>12,.0f} rows/s" if sec > 0 else f"{'':>19}"
         print(f"{name:>9} {sec:>8.2f} CPU s {rate}  {what}")
 
 
@@ -136,16 +148,14 @@ def ceiling_round(a) -> tuple[float, float]:
 def print_ceiling(ceilings: list[tuple[float, float]], two: list[dict]) -> None:
     """The machine's ceiling, and -j2's generation against it, each from the same rounds."""
     alone, together = [c[0] for c in ceilings], [c[1] for c in ceilings]
-    ratios = sorted(x / y for x, y in ceilings)
     print(f"the machine's ceiling for -j2 (medians of the same {len(ceilings)} rounds): the two halves' fills one "
           f"after the other {statistics.median(alone):.2f} s, side by side in two processes "
-          f"{statistics.median(together):.2f} s: {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}), "
-          f"where two full cores would give 2x")
+          f"{statistics.median(together):.2f} s: {_spread(ceilings, 'x')}, where two full cores would give 2x")
     if two[0]["used"] != 2:
         return                  # -j2 ran one process: nothing of two to set against the ceiling
-    share = sorted(c[1] / r["gen"] for c, r in zip(ceilings, two))
+    share = _spread([(c[1], r["gen"]) for c, r in zip(ceilings, two)])
     print(f"  -j2's generation against the two halves side by side in the same round (their fills alone, "
-          f"no merge, no writes): {statistics.median(share):.2f} of their speed ({share[0]:.2f}-{share[-1]:.2f})")
+          f"no merge, no writes): {share} of their speed")
 
 
 def compile_bytecode() -> None:
@@ -187,8 +197,12 @@ def main() -> None:
     cmds = {p: [sys.executable, "-m", "tsbench", "generate", "--scale", str(a.scale), "--end", a.end,
                 "--seed", "123", "--format", a.format, "-o", "/dev/null", "--processes", str(p)]
             for p in [int(x) for x in a.processes.split(",")]}
-    ceiling = (lambda: ceiling_round(a)) if not a.no_ceiling and 2 in cmds else None
-    results, ceilings = timed_rounds(cmds, a.runs, ceiling)
+    extras = {}
+    if not a.no_ceiling and 2 in cmds:
+        extras["ceiling"] = lambda: ceiling_round(a)
+    if not a.no_phases and 1 in cmds:
+        extras["phases"] = lambda: phase_round(a)
+    results, more = timed_rounds(cmds, a.runs, extras)
     for p, runs in results.items():
         print_row(p, runs, measure(cmds[p]), m)
     print("seconds: median wall time of the whole command, interpreter start-up and imports included")
@@ -197,18 +211,19 @@ def main() -> None:
     print("CPU s: user + system of all its processes; N (M): -j N asked, M processes used;")
     print("RSS, PSS: one more run, its process tree sampled every 100 ms (the timed runs are not sampled).")
     print_ratios(results)
-    if ceilings:
-        print_ceiling(ceilings, results[2])
-    if not a.no_phases and 1 in results:
-        phases(a, rows, statistics.median(r["cpu"] for r in results[1]))
+    if "ceiling" in more:
+        print_ceiling(more["ceiling"], results[2])
+    if "phases" in more:
+        print_phases(a, rows, more["phases"], results[1])
 
 
-def timed_rounds(cmds: dict[int, list[str]], rounds: int, ceiling=None) -> tuple[dict[int, list[dict]], list]:
-    """Each command once a round, in turn (-j1, -j2, -j1, ...), then `ceiling` (when
-    given), so that a drift of the machine's speed falls on all alike; CPU seconds of
-    each run from this process's children's times. Returns the runs and the ceilings."""
+def timed_rounds(cmds: dict[int, list[str]], rounds: int, extras: dict) -> tuple[dict[int, list[dict]], dict]:
+    """Each command once a round, in turn (-j1, -j2, -j1, ...), then each of `extras`
+    (name: a callable timing something else), so that a drift of the machine's speed falls
+    on all alike; CPU seconds of each run from this process's children's times. Returns
+    the runs, and each extra's results in round order."""
     out: dict[int, list[dict]] = {p: [] for p in cmds}
-    ceilings = []
+    more: dict[str, list] = {name: [] for name in extras}
     for _ in range(rounds):
         for p, cmd in cmds.items():
             before = os.times()
@@ -216,9 +231,9 @@ def timed_rounds(cmds: dict[int, list[str]], rounds: int, ceiling=None) -> tuple
             after = os.times()
             r["cpu"] = (after.children_user - before.children_user) + (after.children_system - before.children_system)
             out[p].append(r)
-        if ceiling:
-            ceilings.append(ceiling())
-    return out, ceilings
+        for name, timed in extras.items():
+            more[name].append(timed())
+    return out, more
 
 
 def print_row(p: int, runs: list[dict], mem: dict, m: dict) -> None:
@@ -235,21 +250,29 @@ def print_ratios(results: dict[int, list[dict]]) -> None:
     """-jN against -j1: the median of the ratios of the runs of the same round."""
     for p in (p for p in results if p > 1 and 1 in results):
         pairs = list(zip(results[1], results[p]))
-        whole = sorted(one["wall"] / many["wall"] for one, many in pairs)
-        gen = sorted(one["gen"] / many["gen"] for one, many in pairs)
+        whole = _spread([(one["wall"], many["wall"]) for one, many in pairs], "x")
+        gen = _spread([(one["gen"], many["gen"]) for one, many in pairs], "x")
         print(f"-j{p} against -j1 (median of the {len(pairs)} rounds' ratios, their range): "
-              f"{statistics.median(whole):.2f}x the whole command ({whole[0]:.2f}-{whole[-1]:.2f}), "
-              f"{statistics.median(gen):.2f}x the generation alone ({gen[0]:.2f}-{gen[-1]:.2f}); goal 1.8x at -j2")
+              f"{whole} the whole command, {gen} the generation alone; goal 1.8x at -j2")
         one = statistics.median(r["wall"] - r["gen"] for r in results[1])
         print(f"  the rest of the -j1 command (start-up, imports, exit), which runs once however many processes: "
               f"{one:.2f} s; with the generation alone {p}x faster, the whole command could reach at most "
               f"{_whole_ratio(results[1], p, one):.2f}x")
 
 
+def _spread(pairs: list[tuple[float, float]], unit: str = "") -> str:
+    """The median of the ratios a / b of the pairs, and their range: "1.53x (1.12-2.10)".
+    A pair whose b the command's summary rounded to 0 s has no ratio; "n/a" when none has."""
+    ratios = sorted(a / b for a, b in pairs if b > 0)
+    if not ratios:
+        return "n/a (times below the summary's 0.01 s)"
+    return f"{statistics.median(ratios):.2f}{unit} ({ratios[0]:.2f}-{ratios[-1]:.2f})"
+
+
 def _whole_ratio(runs: list[dict], gen_ratio: float, rest: float) -> float:
     """Amdahl: the whole command's ratio when only its generation is `gen_ratio` times faster."""
     gen = statistics.median(r["gen"] for r in runs)
-    return (rest + gen) / (rest + gen / gen_ratio)
+    return (rest + gen) / (rest + gen / gen_ratio) if rest + gen > 0 else 1.0
 
 
 if __name__ == "__main__":
