@@ -115,7 +115,7 @@ def print_phases(a, rows: int, splits: list[tuple[float, float]], one: list[dict
                             ("rest", statistics.median(rest), f"start-up, writing, manifest "
                                                               f"(rounds {rest[0]:.2f}-{rest[-1]:.2f} CPU s)"),
                             ("command", statistics.median(r["cpu"] for r in one), "the whole generate command")):
-        rate = f"{rows / sec:>12,.0f} rows/s" if sec > 0 else f"{'':>19}"
+        rate = f"{rows / sec:>12,.0f} rows/s" if sec > 0 and name != "rest" else f"{'':>19}"
         print(f"{name:>9} {sec:>8.2f} CPU s {rate}  {what}")
 
 
