@@ -40,7 +40,8 @@ from .errors import UserError
 from .native import FORMATS, MERGE_DONE, MERGE_NEED, Merger, Simulator
 from .simmemory import Budget, summary as memory_summary
 
-BUF_BYTES = 256 << 10     # one fill's buffer (fits the L2 cache)
+BUF_BYTES = 1 << 20       # one fill's buffer: within a 2 MB L2 cache beside the simulator's tables, and
+                          # a quarter of the Python round trips (a fill, a write) that 256 kB made
 SLOT_BYTES = 4 << 20      # a worker's buffer: large, so the hand-offs between processes are few
 SLOTS = 3                 # buffers per worker: it fills one while the parent writes the others
 MARKS = 1 << 16           # epoch marks per fill
