@@ -34,6 +34,7 @@ def _generate_in_processes(tmp_path, monkeypatch, args, processes: int) -> bytes
     """generate in exactly `processes` processes however little the work (in this
     process, so that the plan's threshold can be lifted)."""
     monkeypatch.setattr(gen, "MIN_ROWS_PER_PROCESS", 1)
+    monkeypatch.setattr(gen, "MIN_SHARE_BYTES", 0)
     monkeypatch.setattr(gen, "usable_cpus", lambda: 64)
     out = tmp_path / f"forced{processes}"
     r = CliRunner().invoke(cli, ["generate", "-q", "-o", str(out), *args, "--processes", str(processes)])

@@ -141,6 +141,17 @@ def test_plan_keeps_one_process_when_an_epochs_share_would_not_fit_a_slot():
     assert gen.plan_merge(narrow, "influx", 0, 100, 1) == 1
 
 
+def test_plan_keeps_one_process_when_an_epochs_share_is_a_few_rows():
+    two = dataset(use_case="cpu-single", scale=2, interval="1s", end="2016-01-13T12:00:00Z")   # 2.16M rows
+    assert gen.plan_processes(two, 0, 2, 2, cpus=2) == 2            # enough rows
+    assert gen.epoch_bytes(two, "influx", 0) < gen.MIN_SHARE_BYTES  # one row of one host a share
+    assert gen.plan_merge(two, "influx", 0, 2, 2) == 1
+    twenty = dataset(use_case="cpu-single", scale=20, interval="1s", end="2016-01-03T09:36:00Z")
+    assert gen.plan_merge(twenty, "influx", 0, 20, 2) == 2          # ten hosts' rows: ~2 kB
+    hosts = dataset(use_case="devops", scale=2, end="2016-01-27T16:00:00Z")
+    assert gen.plan_merge(hosts, "influx", 0, 2, 2) == 2            # one host's nine lines: ~4 kB
+
+
 def test_cli_runs_little_work_in_one_process_with_the_same_bytes(tmp_path):
     args = ["generate", "-q", "--use-case", "cpu-single", "--scale", "2", "--end", "2016-01-01T06:00:00Z"]
     run_cli(*args, "-j", "1", "-o", str(tmp_path / "a.lp"))
@@ -174,6 +185,7 @@ def test_processes_write_the_bytes_of_one_whether_the_parent_simulates_or_only_w
 
     ds = dataset(use_case="iot", scale=5, end="2016-01-01T02:00:00Z", seed=3, params={"late": "0.3"})
     monkeypatch.setattr(gen, "plan_processes", lambda ds, lo, hi, requested, cpus=None: requested)
+    monkeypatch.setattr(gen, "MIN_SHARE_BYTES", 0)
     started, start = [], gen._start_workers
     monkeypatch.setattr(gen, "_start_workers", lambda ds, fmt, slices, *a: started.append(len(slices)) or
                         start(ds, fmt, slices, *a))

@@ -120,6 +120,7 @@ def test_generate_with_its_state_in_a_file_writes_the_same_bytes_and_says_so(tmp
     monkeypatch.setenv("TSBENCH_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("TSBENCH_STATE_BUDGET", "0")
     monkeypatch.setattr(gen, "MIN_ROWS_PER_PROCESS", 1)
+    monkeypatch.setattr(gen, "MIN_SHARE_BYTES", 0)
     monkeypatch.setattr(gen, "usable_cpus", lambda: 64)
     out = tmp_path / "file.lp"
     r = CliRunner().invoke(cli, ["generate", "-o", str(out), *args, "--processes", str(processes)])

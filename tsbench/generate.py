@@ -9,7 +9,8 @@ ts_merge, which hands long segments out where they were written and copies only
 short ones), so the bytes are the same for any process count. -j N is an upper
 bound: the processes started are picked from the work (plan_processes), as starting
 one without enough rows for it costs more than it saves, and one process is kept
-when a process's share of an epoch would not fit in its slots (plan_merge). --groups
+when a process's share of an epoch would not fit in its slots or is a few rows, which
+the merge copies at about the cost of making them (plan_merge). --groups
 N without --group writes N files, one per group.
 
 Memory stays bounded at any scale: the processes of one generate share one
@@ -52,6 +53,11 @@ IOV_MAX = max(16, os.sysconf("SC_IOV_MAX"))   # buffers one writev takes (the sy
 # process, so the merge copies one row at a time) near 1M; below, starting the processes
 # and merging their output cost more than they save. 1M a process keeps a margin.
 MIN_ROWS_PER_PROCESS = 1_000_000
+# bytes of an epoch a process must write to be worth starting. Below, the merge copies
+# every process's segment of every epoch (a row or a few each), which costs about what the
+# second process saves: measured on 2 cores with cpu-single over 2-4M rows, -j2 against
+# -j1 took 1.05x-1.06x the time at 212 and 424 bytes a share, 0.96x at 864, 0.98x at 2,160.
+MIN_SHARE_BYTES = 1 << 10
 COMPRESSIONS = ("none", "gzip", "zstd")
 
 
@@ -416,14 +422,15 @@ def epoch_bytes(ds: Dataset, fmt: str, entity: int) -> int:
 
 
 def plan_merge(ds: Dataset, fmt: str, lo: int, hi: int, processes: int) -> int:
-    """1 when a process's share of one epoch would not fit in one of its slots, else
-    `processes`. The merge takes the processes' segments of an epoch in turn, so a
-    share larger than a slot makes the others wait for it: with few epochs of many
-    entities (100,000 hosts over a minute) -j 2 was slower than -j 1."""
+    """1 when a process's share of one epoch would not fit in one of its slots, or would
+    be under MIN_SHARE_BYTES, else `processes`. The merge takes the processes' segments of
+    an epoch in turn, so a share larger than a slot makes the others wait for it: with few
+    epochs of many entities (100,000 hosts over a minute) -j 2 was slower than -j 1; and
+    a share of a few rows is copied at a cost near what the fill of it takes."""
     if processes == 1:
         return 1
     share = epoch_bytes(ds, fmt, lo) * -(-(hi - lo) // processes)
-    return processes if share <= SLOT_BYTES else 1
+    return processes if MIN_SHARE_BYTES <= share <= SLOT_BYTES else 1
 
 
 # ---- the phase --------------------------------------------------------------------------
