@@ -56,7 +56,7 @@ MIN_ROWS_PER_PROCESS = 1_000_000
 # bytes of an epoch a process must write to be worth starting. Below, the merge copies
 # every process's segment of every epoch (a row or a few each), which costs about what the
 # second process saves: measured on 2 cores with cpu-single over 2-4M rows, -j2 against
-# -j1 took 1.05x-1.06x the time at 212 and 424 bytes a share, 0.96x at 864, 0.98x at 2,160.
+# -j1 took 1.05x-1.07x the time at 212 and 424 bytes a share, 0.96x at 864, 0.98x at 2,160.
 MIN_SHARE_BYTES = 1 << 10
 COMPRESSIONS = ("none", "gzip", "zstd")
 
