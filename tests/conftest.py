@@ -51,6 +51,16 @@ def dataset(**kw):
     return resolve(DatasetSpec(**kw))
 
 
+def lift_process_plan(monkeypatch) -> None:
+    """generate in this process then starts as many processes as asked, however little
+    the work: the plan's thresholds (rows a process, bytes a share) and CPU count lifted."""
+    from tsbench import generate as gen
+
+    monkeypatch.setattr(gen, "MIN_ROWS_PER_PROCESS", 1)
+    monkeypatch.setattr(gen, "MIN_SHARE_BYTES", 0)
+    monkeypatch.setattr(gen, "usable_cpus", lambda: 64)
+
+
 def _unescape(s: str) -> str:
     return s.replace("\\,", ",").replace("\\ ", " ").replace("\\=", "=").replace("\\\\", "\\")
 

@@ -6,7 +6,7 @@ generator stops at the first such value, naming the field and the tick)."""
 from __future__ import annotations
 
 import pytest
-from conftest import run_cli
+from conftest import lift_process_plan, run_cli
 
 from tsbench import generate as gen
 from tsbench.dataset import DatasetSpec, resolve
@@ -104,8 +104,7 @@ def _runtime_case(tmp_path):
 
 @pytest.mark.parametrize("output", ["p.csv", "/dev/null"])    # the parent only writes; it simulates a slice too
 def test_nonfinite_stops_parallel_generation(tmp_path, monkeypatch, output):
-    monkeypatch.setattr(gen, "MIN_ROWS_PER_PROCESS", 1)         # two processes even for a tiny dataset
-    monkeypatch.setattr(gen, "MIN_SHARE_BYTES", 0)
+    lift_process_plan(monkeypatch)                              # two processes even for a tiny dataset
     with pytest.raises(UserError, match=r"field m\.q is not finite .* at tick 3"):
         gen.generate(_runtime_case(tmp_path), "csv", str(tmp_path / output), processes=2, show_progress=False)
 

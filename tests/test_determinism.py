@@ -6,8 +6,7 @@ from collections import Counter
 import pytest
 from click.testing import CliRunner
 
-from conftest import generate_bytes
-from tsbench import generate as gen
+from conftest import generate_bytes, lift_process_plan
 from tsbench.cli import cli
 
 CASES = {
@@ -33,9 +32,7 @@ def test_same_seed_same_bytes_across_runs_and_processes(tmp_path, case, fmt):
 def _generate_in_processes(tmp_path, monkeypatch, args, processes: int) -> bytes:
     """generate in exactly `processes` processes however little the work (in this
     process, so that the plan's threshold can be lifted)."""
-    monkeypatch.setattr(gen, "MIN_ROWS_PER_PROCESS", 1)
-    monkeypatch.setattr(gen, "MIN_SHARE_BYTES", 0)
-    monkeypatch.setattr(gen, "usable_cpus", lambda: 64)
+    lift_process_plan(monkeypatch)
     out = tmp_path / f"forced{processes}"
     r = CliRunner().invoke(cli, ["generate", "-q", "-o", str(out), *args, "--processes", str(processes)])
     assert r.exit_code == 0, r.output

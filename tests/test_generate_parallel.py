@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import dataset, run_cli
+from conftest import dataset, lift_process_plan, run_cli
 from tsbench import generate as gen
 from tsbench.native import MERGE_DONE, MERGE_FULL, MERGE_NEED, Fill, Merger, Simulator
 
@@ -184,8 +184,7 @@ def test_processes_write_the_bytes_of_one_whether_the_parent_simulates_or_only_w
     import threading
 
     ds = dataset(use_case="iot", scale=5, end="2016-01-01T02:00:00Z", seed=3, params={"late": "0.3"})
-    monkeypatch.setattr(gen, "plan_processes", lambda ds, lo, hi, requested, cpus=None: requested)
-    monkeypatch.setattr(gen, "MIN_SHARE_BYTES", 0)
+    lift_process_plan(monkeypatch)
     started, start = [], gen._start_workers
     monkeypatch.setattr(gen, "_start_workers", lambda ds, fmt, slices, *a: started.append(len(slices)) or
                         start(ds, fmt, slices, *a))

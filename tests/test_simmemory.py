@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import dataset, generate_bytes
-from tsbench import generate as gen, simmemory
+from conftest import dataset, generate_bytes, lift_process_plan
+from tsbench import simmemory
 from tsbench.cli import cli
 from tsbench.native import Simulator, ffi, lib
 
@@ -119,9 +119,7 @@ def test_generate_with_its_state_in_a_file_writes_the_same_bytes_and_says_so(tmp
     want = generate_bytes(tmp_path, *args, name="memory")
     monkeypatch.setenv("TSBENCH_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("TSBENCH_STATE_BUDGET", "0")
-    monkeypatch.setattr(gen, "MIN_ROWS_PER_PROCESS", 1)
-    monkeypatch.setattr(gen, "MIN_SHARE_BYTES", 0)
-    monkeypatch.setattr(gen, "usable_cpus", lambda: 64)
+    lift_process_plan(monkeypatch)
     out = tmp_path / "file.lp"
     r = CliRunner().invoke(cli, ["generate", "-o", str(out), *args, "--processes", str(processes)])
     assert r.exit_code == 0, r.output
