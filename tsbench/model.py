@@ -45,6 +45,30 @@ class Tables:
         return {t.name: t for t in self.tables}
 
 
+STAT_KINDS = ("count", "sum", "min", "max", "series")   # what value verification compares, per table
+
+
+@dataclass(frozen=True)
+class FieldStats:
+    """What a table holds of one field column: its non-null values' count, sum,
+    minimum and maximum (min and max None when count is 0). Integer fields give
+    ints, float fields floats."""
+
+    count: int
+    sum: float | int
+    min: float | int | None
+    max: float | int | None
+
+
+@dataclass(frozen=True)
+class TableStats:
+    """What a table holds, value by value in aggregate: the number of distinct
+    series (tag sets with at least one row) and each field column's FieldStats."""
+
+    series: int
+    fields: dict[str, FieldStats]
+
+
 @dataclass
 class Batch:
     """Whole records of one format, cut from a data file by the C core."""

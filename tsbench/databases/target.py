@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import Unsupported, UserError
-from ..model import Batch, Tables
+from ..model import STAT_KINDS, Batch, Table, Tables, TableStats
 from ..queries.dialect import Dialect
 
 IF_EXISTS = ("abort", "reuse", "drop")
@@ -63,6 +63,9 @@ class Target:
     count_is_local: ClassVar[bool] = False       # count() is what this instance was sent (null): each
                                                  # --cluster slot counts its own, and the driver sums them
     settle_seconds: ClassVar[float] = 0.0        # how long a flushed store may take to show all it acknowledged
+    # value verification (verify.py): for each of model.STAT_KINDS, None if stats() answers it
+    # exactly (a float sum: to the summation bound), else the reason it cannot be checked
+    value_checks: ClassVar[dict[str, str | None]] = {k: "not implemented for this target" for k in STAT_KINDS}
 
     def __init__(self, url: str | None = None, options: dict[str, Any] | None = None):
         self.url = url.rstrip("/") if url else url
@@ -108,6 +111,7 @@ class Target:
                 "server": cls.server_kind,
                 "other_servers": list(cls.other_server_kinds), "multiprocess": cls.multiprocess, "float_digits": cls.float_digits,
                 "own_disk_figure": cls.own_disk_figure, "keeps_data": cls.keeps_data,
+                "value_checks": dict(cls.value_checks),
                 "query_types": sorted(cls.query_types),
                 "dialects": {n: sorted(d.query_types()) for n, d in cls.dialects.items()},
                 "options": sorted(cls.options_model.model_fields)}
@@ -134,6 +138,13 @@ class Target:
     async def count(self, tables: Tables) -> int:
         """Rows or values (count_unit) the database holds for these tables."""
         raise NotImplementedError
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        """What the database holds of one table (value verification, after flush()):
+        distinct series and, per field column, count, sum, min and max of the
+        non-null values over the dataset's time range. Only the kinds value_checks
+        maps to None need be right; the others may be anything (they are not compared)."""
+        raise Unsupported(f"target {self.name} cannot report what it holds value by value")
 
     async def compact(self) -> None:
         """Untimed: let the database reach its settled on-disk form."""
