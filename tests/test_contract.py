@@ -267,6 +267,55 @@ def test_timed_pass_connections_client_work_and_printed_responses(endpoint, data
         assert "more rows" in out
 
 
+@pytest.mark.parametrize("endpoint", _querying(), indirect=True)
+def test_printed_response_is_the_servers_answer_decoded(endpoint, datafiles, references, capsys):
+    """--print-responses (issue 35 item 13): each query as sent, then the server's own answer
+    decoded, holding every value of the reference's answer and the names the server gave
+    them (the fields' own in an answer of rows); not a name split into characters,
+    "(0 rows)", nor Arrow bytes."""
+    import math
+    import re
+
+    from tsbench.queries.shapes import columns
+    from tsbench.responses import query_text
+
+    case, url = endpoint
+    df = _file(endpoint, datafiles)
+    runs = _cls(case)(url, CONTRACT[case][2]).query_types
+    types = [t for t in ("single-groupby-1-1-1", "high-cpu-1") if t in runs]
+    specs = session.draw(df.dataset, types, 1, seed=8, reference=references["devops"])
+    _loaded(endpoint, df)
+
+    async def go():
+        async with session.open_target(_reach(endpoint), announce=False) as conn:
+            await conn.target.attach(df.tables())
+            natives = {s.id: conn.target.render(s) for s in specs}
+            opts = ExecOptions(cache="none", progress=False, print_responses=True, max_rows=1000)
+            return natives, await session.run_queries(conn, df.dataset, specs, opts, references["devops"])
+    natives, res = asyncio.run(go())
+    out = capsys.readouterr().out
+    digits = _cls(case).float_digits
+    tol = 10.0 ** (1 - digits) if digits else 1e-12
+    assert [v["ok"] for v in res.validation] == [True] * len(specs)
+    named = [s for s in specs if s.params["shape"] == "rows"] or specs   # whose answer names the fields
+    for s in specs:
+        block = out.split(f"-- query {s.id} ({s.type}) on ", 1)[1].split("\n-- query ", 1)[0]
+        assert query_text(natives[s.id]) in block
+        answer = block.split("-- the server's answer", 1)[1].split("-- canonical rows", 1)[0]
+        names = s.params["fields"] if s in named else []
+        assert all(PRINTED_NAME.get(case, f) in answer for f in names), (s.type, answer[:2000])
+        printed = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", answer)]
+        has_time, group, _ = columns(s.params)
+        expected = [v for r in references["devops"].expected(s) for v in r[has_time + len(group):] if v is not None]
+        missing = [v for v in expected if not any(math.isclose(v, x, rel_tol=tol) for x in printed)]
+        assert expected and not missing, (s.type, missing[:3], answer[:2000])
+        assert not re.search(r"'\w', '\w', '\w'", answer) and "(0 rows)" not in answer and "\ufffd" not in answer
+
+
+# the name a server gives the field in its answer where it is not the field's own
+PRINTED_NAME = {"victoriametrics": '"tsbench_field"'}
+
+
 @pytest.mark.parametrize("dataset", list(DATASETS))
 @pytest.mark.parametrize("endpoint", _querying(), indirect=True)
 def test_every_query_it_runs_equals_the_reference(endpoint, dataset, datafiles, references):

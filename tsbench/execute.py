@@ -30,7 +30,7 @@ import numpy as np
 from . import responses
 from .databases.target import Target
 from .errors import Fatal, Retryable, Unsupported, UserError
-from .queries.base import Answer, QuerySpec
+from .queries.base import Answer, QuerySpec, RowSet
 from .queries.compare import DEFAULT_REL_TOL, compare
 from .watch import watchdog
 
@@ -201,7 +201,7 @@ def _digest(rows: list[tuple]) -> str:
 
 def _kept_bytes(ans: Answer) -> int:
     """About how much memory a kept answer holds (raw bytes, or ~40 bytes a value)."""
-    raw = ans.raw
+    raw = ans.raw.rows if isinstance(ans.raw, RowSet) else ans.raw
     if isinstance(raw, (bytes, bytearray)):
         return len(raw)
     n = ans.nbytes or 0
@@ -374,7 +374,8 @@ class Execution:
             self.kept_rows.setdefault(f"{s.id}:{digest}", rows)
         if self.opts.print_responses and s.id not in self.shown:
             self.shown.add(s.id)
-            print(responses.show(self.res.target, s, native, ans.raw, rows, self.opts.max_rows), flush=True)
+            shown = self.target.answer_lines(native, ans, self.opts.max_rows)
+            print(responses.show(self.res.target, s, native, shown, rows, self.opts.max_rows), flush=True)
         self.judge(rec, s, rows, digest)
 
     def judge(self, rec: dict, s: QuerySpec, rows: list[tuple], digest: str) -> None:

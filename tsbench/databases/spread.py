@@ -163,6 +163,9 @@ class Spread:
     def answer_rows(self, native, answer) -> list[tuple]:
         return self.members[0].answer_rows(native, answer)
 
+    def answer_lines(self, native, answer, max_rows: int) -> list[str]:
+        return self.members[0].answer_lines(native, answer, max_rows)
+
     async def drop_caches(self) -> str | None:
         return await self.members[0].drop_caches()
 

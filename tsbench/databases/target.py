@@ -24,7 +24,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import Unsupported, UserError
 from ..model import STAT_KINDS, Batch, Table, Tables, TableStats
+from ..queries.base import RowSet
 from ..queries.dialect import Dialect
+from . import printable
 
 IF_EXISTS = ("abort", "reuse", "drop")
 GZIP_KEYS = ("gzip", "gzip_level")      # http.GzipOption's: only targets whose server takes gzip'd bodies
@@ -189,8 +191,27 @@ class Target:
 
     def canonical(self, native: Any, answer) -> list[tuple]:
         """Untimed, after the pass: the canonical rows (queries/shapes.py) decoded from the
-        raw response. Raise Fatal if the response cannot be read."""
-        return [tuple(r) for r in answer.raw]
+        raw response (a RowSet's rows). Raise Fatal if the response cannot be read."""
+        rows = answer.raw.rows if isinstance(answer.raw, RowSet) else answer.raw
+        return [tuple(r) for r in rows]
+
+    def answer_lines(self, native: Any, answer, max_rows: int) -> list[str]:
+        """Untimed, for --print-responses: the server's answer as it sent it, decoded into
+        printable lines (printable.py), each list or table cut at max_rows. Here the kinds
+        most targets keep: a body (JSON or text), several bodies, a RowSet; a target whose
+        raw answer is another kind (Arrow, documents, a DataFrame...) says how to print it."""
+        raw = answer.raw
+        if raw is None:
+            return ["(no answer kept: no request was sent)"]
+        if isinstance(raw, RowSet):
+            return printable.table_lines(raw.names, raw.rows, max_rows)
+        if isinstance(raw, (bytes, bytearray, str)):
+            return printable.body_lines(raw, max_rows)
+        if isinstance(raw, list) and all(isinstance(b, (bytes, bytearray)) for b in raw):
+            return printable.responses_lines(raw, max_rows)
+        if isinstance(raw, list):
+            return printable.cut([repr(r) for r in raw], max_rows)
+        return printable.cut(repr(raw).splitlines(), max_rows, "lines")
 
     def answer_rows(self, native: Any, answer) -> list[tuple]:
         """An answer's canonical rows: those the client computed in the timed pass, else canonical()."""

@@ -61,7 +61,7 @@ class Answer:
     target had to compute them on the client to give the answer asked for. The
     executor turns `raw` into canonical rows after the timed pass (Target.canonical)."""
 
-    raw: Any = None              # the response: body bytes (HTTP) or the driver's rows
+    raw: Any = None              # the response: body bytes (HTTP), a RowSet, or what the driver gave
     nbytes: int | None = None    # response bytes on the wire (None: not measurable, e.g. in-process)
     ttfb: float | None = None    # seconds to the first byte of the response body (None: not measurable)
     seconds: float = 0.0         # the latency: from sending the query to the answer's last byte, plus
@@ -80,6 +80,14 @@ class Answer:
         self.ttfb = t.ttfb if self.ttfb is None else self.ttfb
         if t.connect_s is not None:
             self.connect_s = (self.connect_s or 0.0) + t.connect_s
+
+
+@dataclass
+class RowSet:
+    """A driver's result set as the server sent it: its column names and its rows."""
+
+    names: list[str]
+    rows: list
 
 
 @dataclass

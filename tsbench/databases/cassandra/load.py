@@ -70,6 +70,7 @@ from ...batches import csv_layout
 from ...errors import Fatal, UserError
 from ...model import Batch, Tables
 from ...queries.base import Answer
+from .. import printable
 from ..server import local_state, say
 from ..target import Target, exists_error
 from . import driver
@@ -364,5 +365,14 @@ class CassandraTarget(Target):
         t1 = time.perf_counter()
         rows = plan.finish(results)
         client = time.perf_counter() - t1
-        return Answer(None, None, None, t1 - t0 + client, rows=rows, client_s=client)
+        return Answer(results, None, None, t1 - t0 + client, rows=rows, client_s=client)
+
+    def answer_lines(self, plan, answer, max_rows: int) -> list[str]:
+        """Each statement's rows as the server sent them, under the statement and its
+        parameters, with the column names its prepared form declares."""
+        def one(i: int, max_rows: int) -> list[str]:
+            cql, params = plan.statements[i]
+            names = [c[2] for c in self._prepared[cql].result_metadata or ()]
+            return [f"{cql};  -- params {params!r}", *printable.table_lines(names, answer.raw[i], max_rows)]
+        return printable.responses_lines(range(len(answer.raw)), max_rows, one, "statement")
 

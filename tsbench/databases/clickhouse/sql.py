@@ -15,6 +15,7 @@ import pyarrow as pa
 from ...errors import Fatal
 from ...queries.base import Answer, SqlSpelling
 from ...queries.sql import Sql
+from .. import printable
 
 
 def bq(name: str) -> str:
@@ -98,3 +99,12 @@ class ClickHouseQueries:
             return decode(answer.raw)
         except pa.ArrowException as exc:
             raise Fatal(f"clickhouse: unreadable answer: {exc}") from None
+
+    def answer_lines(self, native: str, answer: Answer, max_rows: int) -> list[str]:
+        """The ArrowStream answer as a table: its column names and rows."""
+        if not answer.raw:
+            return ["(empty body: no rows)"]
+        try:
+            return printable.arrow_lines(pa.ipc.open_stream(answer.raw).read_all(), max_rows)
+        except pa.ArrowException as exc:
+            return [f"(unreadable ArrowStream answer, {len(answer.raw)} bytes: {exc})"]

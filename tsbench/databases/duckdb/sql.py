@@ -11,7 +11,7 @@ import time
 import duckdb
 
 from ...errors import Fatal
-from ...queries.base import Answer
+from ...queries.base import Answer, RowSet
 from ...queries.sql import Sql
 
 
@@ -37,8 +37,10 @@ class DuckDBQueries:
         t0 = time.perf_counter()
         try:
             rows = await asyncio.to_thread(lambda: cur.execute(native).fetchall())
+            seconds = time.perf_counter() - t0
+            names = [d[0] for d in cur.description or ()]
         except duckdb.Error as exc:
             raise Fatal(f"duckdb: {exc}") from None
         finally:
             self._qfree.append(cur)
-        return Answer(rows, None, None, time.perf_counter() - t0)
+        return Answer(RowSet(names, rows), None, None, seconds)

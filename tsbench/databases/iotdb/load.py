@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...errors import Fatal, Retryable, UserError
 from ...model import Batch, Tables
 from ...queries.base import Answer
+from .. import printable
 from ..arrow_csv import ARROW_TYPES, CsvToArrow
 from ..server import allocated_bytes, local_state
 from ..target import Target, exists_error
@@ -268,6 +269,14 @@ class IotdbTarget(Target):
 
     def canonical(self, q: IotdbQuery, answer) -> list[tuple]:
         return canonical(q, answer.raw)
+
+    def answer_lines(self, q: IotdbQuery, answer, max_rows: int) -> list[str]:
+        """The driver's result set (a DataFrame) as a table: its column names and rows."""
+        df = answer.raw
+        if df is None:
+            return ["(no statement sent: the query matches no time series)"]
+        rows = list(df.head(max_rows).itertuples(index=False, name=None))
+        return printable.table_lines([str(c) for c in df.columns], rows, max_rows, len(df))
 
     async def drop_caches(self) -> str | None:
         return "IoTDB has no statement to drop its caches; restart the server (server: local) for a cold cache"

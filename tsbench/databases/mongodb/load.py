@@ -53,11 +53,13 @@ timeout (seconds, per operation)."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from typing import Literal
 
 import pymongo
+from bson import json_util
 from bson.raw_bson import RawBSONDocument
 from pydantic import BaseModel, ConfigDict, Field
 from pymongo import AsyncMongoClient, UpdateOne, WriteConcern
@@ -68,6 +70,7 @@ from ...batches import csv_layout
 from ...errors import Fatal, Retryable, UserError
 from ...model import Batch, Tables
 from ...queries.base import Answer
+from .. import printable
 from ..server import local_state, say
 from ..target import Target, exists_error
 from .documents import EVENTS, HOUR, TAGS, TIME, bucket_key_ops, document_ops, event_ops
@@ -303,3 +306,10 @@ class MongoTarget(Target):
 
     def canonical(self, plan, answer) -> list[tuple]:
         return plan.read(answer.raw)
+
+    def answer_lines(self, plan, answer, max_rows: int) -> list[str]:
+        """The documents the cursor returned, each as (relaxed extended) JSON with its names."""
+        docs = answer.raw
+        shown = json.loads(json_util.dumps(docs[:max_rows], json_options=json_util.RELAXED_JSON_OPTIONS))
+        lines = [line for d in shown for line in printable.json_lines(d, max_rows)] or ["(no documents)"]
+        return lines + ([printable.more(len(docs) - max_rows, "documents")] if len(docs) > max_rows else [])

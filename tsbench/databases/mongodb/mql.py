@@ -34,6 +34,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Callable
 
+from bson import json_util
+
 from ...errors import Unsupported
 from ...queries.dialect import Dialect
 from ...queries.shapes import columns
@@ -57,6 +59,15 @@ class MqlQuery:
 
     def read(self, docs: list[dict]) -> list[tuple]:
         return self.reader(docs)
+
+    @property
+    def text(self) -> str:
+        """The aggregate command as sent, its BSON pipeline in relaxed extended JSON."""
+        pipeline = json_util.dumps(self.pipeline, json_options=json_util.RELAXED_JSON_OPTIONS)
+        return f"db.{self.collection}.aggregate({pipeline})"
+
+    def __str__(self) -> str:
+        return self.text
 
 
 def _date(ns: int) -> dt.datetime:

@@ -10,7 +10,7 @@ import time
 import psycopg
 
 from ...errors import Fatal
-from ...queries.base import Answer, SqlSpelling, q
+from ...queries.base import Answer, RowSet, SqlSpelling, q
 from ...queries.sql import Sql
 from . import timescale
 
@@ -86,11 +86,14 @@ class PostgresQueries:
             connect_s = time.perf_counter() - c0
         t0 = time.perf_counter()
         try:
-            rows = await (await conn.execute(native)).fetchall()
+            cur = await conn.execute(native)
+            rows = await cur.fetchall()
+            seconds = time.perf_counter() - t0
+            names = [c.name for c in cur.description or ()]
         except psycopg.Error as exc:
             raise Fatal(f"postgres: {one_line(exc)}") from None
         finally:
             if not conn.closed:
                 self._qfree.append(conn)
         # libpq does not say how many bytes a result took on the wire: bytes not measured (None)
-        return Answer(rows, None, None, time.perf_counter() - t0, connect_s=connect_s)
+        return Answer(RowSet(names, rows), None, None, seconds, connect_s=connect_s)

@@ -205,7 +205,7 @@ class VictoriaMetricsTarget(Target):
         them, all timed: the client work is client_s."""
         if not native.client:
             if not native.requests:
-                return Answer(b"", 0, None, 0.0, rows=[])
+                return Answer(None, 0, None, 0.0, rows=[])          # no request: nothing was sent
             t = await self._request(native.requests[0])
             return Answer(t.body, len(t.body), t.ttfb, t.seconds, connect_s=t.connect_s)
         acc = AnswerRows(native)
