@@ -66,10 +66,12 @@ from pymongo.errors import BulkWriteError, ConnectionFailure, OperationFailure, 
 from ... import native
 from ...batches import csv_layout
 from ...errors import Fatal, Retryable, UserError
-from ...model import Batch, Tables
+from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
 from ...queries.base import Answer
 from ..server import local_state, say
+from ..stats import FieldMerge
 from ..target import Target, exists_error
+from . import stats
 from .documents import EVENTS, HOUR, TAGS, TIME, bucket_key_ops, document_ops, event_ops
 from .mql import Mql
 
@@ -115,6 +117,7 @@ class MongoTarget(Target):
     options_model = MongoOptions
     own_disk_figure = "mongodb_data_bytes"
     dialects = {"mql": Mql}
+    value_checks = {k: None for k in STAT_KINDS}    # stats.py: integer sums unwrapped exactly
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -261,6 +264,22 @@ class MongoTarget(Target):
                 [{"$group": {"_id": None, "n": {"$sum": {"$size": {"$ifNull": [f"${EVENTS}", []]}}}}}])
             total += sum(int(d["n"]) for d in await cursor.to_list(None))
         return total
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        """Per field count, sum, min and max, and the distinct tag sets, over the dataset's
+        window: two aggregation pipelines (stats.py)."""
+        args = (table, self.options.layout, tables.start_ns, tables.end_ns)
+        merge = FieldMerge(table, self.what)
+        stats.read_fields(table, await self._aggregate(table.name, stats.fields_pipeline(*args)), merge)
+        docs = await self._aggregate(table.name, stats.series_pipeline(*args))
+        return merge.stats(int(docs[0]["n"]) if docs else 0)
+
+    async def _aggregate(self, collection: str, pipeline: list[dict]) -> list[dict]:
+        try:
+            cursor = await self.db[collection].aggregate(pipeline)
+            return await cursor.to_list(None)
+        except PyMongoError as exc:
+            raise Fatal(f"{self.what}: {collection}: {one_line(exc)}") from None
 
     async def compact(self) -> None:
         """The compact command per collection, where the server has it (untimed)."""
