@@ -19,7 +19,10 @@ EXACT_INT = 2 ** 53          # beyond this, a double is not every integer
 
 
 def exact_int(x, what: str) -> int:
-    """x as an int: an int as is, a float only when it is an integer within 2^53."""
+    """x as an int: an int as is, a float only when it is an integer within 2^53 (numpy
+    scalars as their Python values)."""
+    if hasattr(x, "item"):
+        x = x.item()
     if isinstance(x, int) and not isinstance(x, bool):
         return x
     if isinstance(x, float) and x.is_integer() and abs(x) <= EXACT_INT:
@@ -46,7 +49,7 @@ class FieldMerge:
             where = f"{self.what}: {self.table.name}.{field}"
             part = (n, exact_int(total, f"{where}: sum"), exact_int(lo, f"{where}: min"), exact_int(hi, f"{where}: max"))
         else:
-            part = (n, float(total), float(lo), float(hi))
+            part = (n, float(total), float(lo), float(hi))      # numpy's floats too
         self.parts[field].append(part)
 
     def field(self, name: str) -> FieldStats:

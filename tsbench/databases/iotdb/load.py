@@ -43,11 +43,13 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...errors import Fatal, Retryable, UserError
-from ...model import Batch, Tables
+from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
 from ...queries.base import Answer
 from ..arrow_csv import ARROW_TYPES, CsvToArrow
 from ..server import allocated_bytes, local_state
+from ..stats import FieldMerge
 from ..target import Target, exists_error
+from . import stats
 from .paths import database_path, device_path, measurement_path, node, quiet_client_logs
 from .tree import IotdbQuery, IotdbTree, canonical, timed_rows
 
@@ -86,6 +88,7 @@ class IotdbTarget(Target):
     options_model = IotdbOptions
     own_disk_figure = "iotdb_data_bytes"
     dialects = {"iotdb": IotdbTree}
+    value_checks = {k: None for k in STAT_KINDS}     # stats.py: integer sums in two exact halves
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -226,6 +229,14 @@ class IotdbTarget(Target):
 
     async def count(self, tables: Tables) -> int:
         return sum([await self._count_table(t) for t in tables])
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        """Per field count, sum, min and max, and the devices holding values, over the
+        dataset's window: one aggregation aligned by device (stats.py)."""
+        lo, hi = tables.start_ns // self._unit, -(-tables.end_ns // self._unit)
+        merge = FieldMerge(table, self.what)
+        series = stats.read(table, await self._query(stats.sql(self.db, table, lo, hi)), merge, self.what)
+        return merge.stats(series)
 
     async def flush(self) -> None:
         await self._statement("FLUSH")
