@@ -35,8 +35,10 @@ def exact_int(x, what: str) -> int:
 class FieldMerge:
     """Partial aggregates of each field column of one table, merged."""
 
-    def __init__(self, table: Table, what: str):
-        self.table, self.what = table, what
+    def __init__(self, table: Table, what: str, exact_int_sums: bool = True):
+        """exact_int_sums False: the database's integer sums may be rounded doubles (its
+        value_checks say the sum is not checked); they are taken rounded to an int."""
+        self.table, self.what, self.exact_int_sums = table, what, exact_int_sums
         self.types = {f.name: f.type for f in table.fields}
         self.parts: dict[str, list[tuple]] = {f.name: [] for f in table.fields}
 
@@ -47,7 +49,8 @@ class FieldMerge:
             return
         if self.types[field] == "int":
             where = f"{self.what}: {self.table.name}.{field}"
-            part = (n, exact_int(total, f"{where}: sum"), exact_int(lo, f"{where}: min"), exact_int(hi, f"{where}: max"))
+            total = exact_int(total, f"{where}: sum") if self.exact_int_sums else round(total)
+            part = (n, total, exact_int(lo, f"{where}: min"), exact_int(hi, f"{where}: max"))
         else:
             part = (n, float(total), float(lo), float(hi))      # numpy's floats too
         self.parts[field].append(part)

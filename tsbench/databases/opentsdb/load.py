@@ -37,11 +37,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from ... import native
 from ...batches import csv_layout
 from ...errors import Fatal, Retryable, UserError
-from ...model import Batch, Tables
+from ...model import Batch, Table, Tables, TableStats
 from ...queries.base import Answer
 from ..http import HttpClient
 from ..server import allocated_bytes, local_state
+from ..stats import FieldMerge
 from ..target import Target, exists_error
+from . import stats
 from .api_query import AnswerRows, TsdbApi, TsdbQuery, TsdbRequest
 from .points import metric, point_ops
 
@@ -66,6 +68,9 @@ class OpenTsdbTarget(Target):
     options_model = OpenTsdbOptions
     own_disk_figure = "hbase_root_bytes"
     dialects = {"opentsdb": TsdbApi}
+    # stats.py: downsampling computes in doubles (the 0all-sum of 2^53, 1 and 1 is 2^53)
+    value_checks = {"count": None, "min": None, "max": None, "series": None,
+                    "sum": "OpenTSDB sums in doubles: an integer series' sum past 2^53 is rounded"}
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -195,6 +200,16 @@ class OpenTsdbTarget(Target):
         if hi_ms <= lo_ms:
             return 0
         return sum([await self._points(t, lo_ms, hi_ms) for t in tables])
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        """Per field count, sum, min and max, series by series, and the distinct tag sets,
+        over the dataset's window (`0all` excludes the end): one request (stats.py)."""
+        merge = FieldMerge(table, self.what, exact_int_sums=False)
+        lo_ms, hi_ms = -(-tables.start_ns // 1_000_000), -(-tables.end_ns // 1_000_000)
+        if not table.fields or hi_ms <= lo_ms:
+            return merge.stats(0)
+        series = stats.read(table, await self._query_json(stats.body(table, lo_ms, hi_ms)), merge)
+        return merge.stats(series)
 
     # ---- compact and measure (a server tsbench runs) -------------------------------------------
     async def compact(self) -> None:
