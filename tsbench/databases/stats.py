@@ -24,7 +24,7 @@ def exact_int(x, what: str) -> int:
     if hasattr(x, "item"):
         x = x.item()
     if isinstance(x, int) and not isinstance(x, bool):
-        return x
+        return int(x)                        # a subclass (bson's Int64) as a plain int
     if isinstance(x, float) and x.is_integer() and abs(x) <= EXACT_INT:
         return int(x)
     if isinstance(x, str) and x.lstrip("-").isdigit():
