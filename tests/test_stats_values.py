@@ -25,7 +25,7 @@ import tempfile
 import urllib.request
 
 import pytest
-from conftest import load_into, local_server
+from conftest import local_server
 
 from tsbench import databases
 from tsbench.connect import connect
@@ -33,6 +33,7 @@ from tsbench.datafile import open_datafile
 from tsbench.dataset import DatasetSpec, resolve
 from tsbench.errors import Fatal
 from tsbench.generate import generate
+from tsbench.load import LoadOptions, load
 from tsbench.model import Batch, Column, Table, Tables
 from tsbench.queries.base import q
 from tsbench.queries.reference import Reference
@@ -105,6 +106,15 @@ def _namespaced(target: str, options: dict, dataset: str) -> dict:
     return {**options, key: tag} if key else dict(options)
 
 
+def _load(target: str, url: str, df, options: dict) -> None:
+    """The real loader (drop, count verified), without the untimed compaction."""
+    async def go():
+        async with connect(target, url, options, announce=False) as c:
+            res = await load(c.target, df, LoadOptions(progress=False, if_exists="drop", compact=False))
+            assert res.verified, res.summary()
+    asyncio.run(go())
+
+
 def _stats(target: str, url: str, options: dict, tables: Tables, names=None) -> dict:
     async def go():
         async with connect(target, url, options, announce=False) as c:
@@ -142,7 +152,7 @@ def test_stats_hold_what_was_loaded_and_see_changed_values(server, datafiles, ex
     for options in reversed(option_sets):       # the first last: elasticsearch's indices are shared
         for name, df in datafiles.items():
             opts = _namespaced(target, options, name)
-            load_into(target, url, df, opts)
+            _load(target, url, df, opts)
             got = _stats(target, url, opts, df.tables())
             for t in df.tables():
                 _assert_equal(got[t.name], expected[name][t.name], checks, f"{target} {opts} {t.name}")
@@ -155,6 +165,48 @@ def test_stats_hold_what_was_loaded_and_see_changed_values(server, datafiles, ex
     assert a.count == b.count
     assert (a.min, a.max) == (min(NEW_VALUES), max(NEW_VALUES)) != (b.min, b.max)
     assert a.sum != b.sum
+
+
+def _write_and_stat(target: str, url: str, options: dict, table: str, values) -> object:
+    """values written through the target as a load does (one series, a second apart), then
+    its stats()."""
+    t = Table(table, ("h",), (Column("n", "int"),))
+    start = int(START.timestamp()) * 10**9
+    data = "".join(f"{table},{(START + dt.timedelta(seconds=k)).strftime('%Y-%m-%dT%H:%M:%SZ')},x,{v}\n"
+                   for k, v in enumerate(values)).encode()
+    tables = Tables((t,), start, start + 3600 * 10**9, len(values), len(values))
+
+    async def go():
+        async with connect(target, url, options, announce=False) as c:
+            await c.target.create(tables, "drop")
+            await c.target.write(Batch(memoryview(data), len(values), len(values)))
+            await c.target.flush()
+            return await c.target.stats(t, tables)
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("server", [_param(n) for n in SERVERS], indirect=True)
+def test_integer_sums_past_2_53_and_2_63_are_exact_or_refused(server):
+    """Past 2^53 a double sum rounds (2^53-1 + 2^53-1 + 3); past 2^63 a long sum wraps
+    (3 x 2^62). A sum value_checks marks exact is exact; OpenTSDB's, marked not, is what
+    the server rounds it to; values stats() cannot sum exactly are Fatal."""
+    target, url, option_sets = server
+    checks = databases.target_class(target).value_checks
+    for options in option_sets:
+        opts = _namespaced(target, options, "big")
+        a = _write_and_stat(target, url, opts, "probea", BIG["a"])
+        assert (a.series, a.fields["n"].count, a.fields["n"].min, a.fields["n"].max) == (1, 3, 3, 2**53 - 1)
+        if checks["sum"] is None:
+            assert a.fields["n"].sum == sum(BIG["a"]) == 2**54 + 1
+        else:                   # opentsdb: its downsampler adds doubles
+            assert "double" in checks["sum"]
+            assert a.fields["n"].sum == int(sum(float(v) for v in BIG["a"])) == 2**54
+        if target in ("iotdb", "opentsdb"):        # integers past 2^53 are doubles there
+            with pytest.raises(Fatal, match="2\\^53"):
+                _write_and_stat(target, url, opts, "probeb", BIG["b"])
+        else:
+            b = _write_and_stat(target, url, opts, "probeb", BIG["b"])
+            assert (b.fields["n"].count, b.fields["n"].sum, b.fields["n"].max) == (3, 3 * 2**62, 2**62)
 
 
 # ---- values changed through each database's own API ---------------------------------------------
