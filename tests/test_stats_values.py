@@ -34,7 +34,7 @@ from tsbench.dataset import DatasetSpec, resolve
 from tsbench.errors import Fatal
 from tsbench.generate import generate
 from tsbench.load import LoadOptions, load
-from tsbench.model import Batch, Column, Table, Tables
+from tsbench.model import Batch, Column, FieldStats, Table, Tables
 from tsbench.queries.base import q
 from tsbench.queries.reference import Reference
 
@@ -165,6 +165,31 @@ def test_stats_hold_what_was_loaded_and_see_changed_values(server, datafiles, ex
     assert a.count == b.count
     assert (a.min, a.max) == (min(NEW_VALUES), max(NEW_VALUES)) != (b.min, b.max)
     assert a.sum != b.sum
+
+
+def test_partials_merge_exactly_in_each_fields_type():
+    """databases/stats.py: ints stay ints (a float only when it is one exactly, within 2^53),
+    float partial sums add without rounding of their own; MongoDB's wrapped long sums unwrap."""
+    from tsbench.databases.mongodb.stats import unwrap
+    from tsbench.databases.stats import FieldMerge, exact_int
+
+    t = Table("m", ("h",), (Column("i", "int"), Column("f", "float")))
+    m = FieldMerge(t, "here")
+    m.add("i", 2.0, 2.0**53, 3.0, 2.0**53 - 1)
+    m.add("i", 1, 2**62, 2**62, 2**62)
+    m.add("f", 2, 1e16, -1.0, 1e16)
+    m.add("f", 1, 1.0, 1.0, 1.0)
+    m.add("f", 0, None, None, None)
+    got = m.stats(2)
+    assert got.fields["i"] == (FieldStats(3, 2**53 + 2**62, 3, 2**62))
+    assert type(got.fields["i"].sum) is int and got.fields["f"] == FieldStats(3, 1e16 + 1.0 + 0.0, -1.0, 1e16)
+    assert FieldMerge(t, "x").stats(0).fields["f"] == FieldStats(0, 0.0, None, None)
+    for bad in (2.0**53 + 2, 1.5, float("nan")):
+        with pytest.raises(Fatal, match="not an exact integer"):
+            exact_int(bad, "here")
+    assert unwrap(-9223372036854775803, 9.223372036854776e18) == 2**63 + 5
+    assert unwrap(-4611686018427387899, 1.3835058055282164e19) == 3 * 2**62 + 5
+    assert unwrap(-5, -5.0) == -5
 
 
 def _write_and_stat(target: str, url: str, options: dict, table: str, values) -> object:

@@ -22,7 +22,7 @@ import datetime as dt
 from ...model import Table
 from .documents import EVENTS, TAGS, TIME
 
-ABSENT = "\0absent"         # what $ifNull gives for a null or missing field: no number equals it
+ABSENT = "tsbench:absent"     # what $ifNull gives for a null or missing field: no number equals it
 WRAP = 2 ** 64
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
