@@ -34,6 +34,7 @@ which re-inserts the same primary keys: CQL inserts are upserts, so a retry
 never doubles a value. A refused statement (InvalidRequest, SyntaxException,
 ServerError) is Fatal with the server's words.
 
+stats() (value verification): per partition, for both schemas (stats.py).
 count(): values, exactly, for both schemas (the count unit is the class's):
 `SELECT count(*)` of the series tables, or the sum of `count("<field>")` (the
 non-null values) of each wide table, over slices of the token ring (each

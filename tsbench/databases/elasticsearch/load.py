@@ -20,7 +20,8 @@ one seam (_wire, _request). version() names the client, e.g. "opensearch 2.19.1
 Load: each batch is split by measurement in C (native.split_csv), each part
 rendered in C into bulk NDJSON (native.render: a `create` action line and the
 document per row), the parts joined into one POST /_bulk. The index has
-refresh_interval -1 during the load; flush() refreshes and sets it back.
+refresh_interval -1 during the load; flush() refreshes and sets it back. stats() (value
+verification): per index one search of the fields' figures and the tag sets (stats.py).
 
 Push-back and retries without doubles: documents get no _id (the server's own
 ids keep its append-only fast path), so a document sent twice is stored twice.

@@ -22,6 +22,7 @@ bounding each call. A lost connection or a refusal for want of memory is Retryab
 re-sent tablet overwrites its own points: one value per timeseries and time); another
 refusal is Fatal with IoTDB's status code and words.
 
+stats() (value verification): one aggregation aligned by device per measurement (stats.py).
 count(): values, exactly: per measurement `SELECT count(*) ... ALIGN BY DEVICE` (each
 field's non-null points, per device), summed. flush(): FLUSH. compact() (untimed): FLUSH;
 IoTDB 2.0 compacts in the background and has no statement to start or wait for it.

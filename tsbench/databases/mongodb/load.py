@@ -35,6 +35,7 @@ BulkWriteError) fails the load with the number refused and the first one's
 words (a bucket over the server's 16 MiB document limit is one: an hour of
 one series must fit, which at DevOps' 10 s is 360 events of about 250 bytes).
 
+stats() (value verification): two aggregation pipelines per collection (stats.py).
 count(): records, exactly: `count_documents` of each measurement's collection
 (point, timeseries), or the sum of the buckets' `$size` of events (bucket).
 compact(): the `compact` command per collection on a server that has it

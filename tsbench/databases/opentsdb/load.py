@@ -9,6 +9,8 @@ refused and why. A refused point is Fatal with the count and OpenTSDB's first
 error; 5xx answers, timeouts and lost connections are Retryable (a re-sent
 point overwrites itself: one value per metric, tags and time).
 
+stats() (value verification): one /api/query per measurement of whole-window
+downsamples, series by series (stats.py; integer sums are doubles there).
 count(): values, exactly: per measurement one /api/query whose sub-queries
 (one per field's metric) count each series' points over the whole window
 (`0all-count`) and add the series (`zimsum`: one bucket per series at the same
@@ -37,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ... import native
 from ...batches import csv_layout
 from ...errors import Fatal, Retryable, UserError
-from ...model import Batch, Table, Tables, TableStats
+from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
 from ...queries.base import Answer
 from ..http import HttpClient
 from ..server import allocated_bytes, local_state
@@ -69,7 +71,7 @@ class OpenTsdbTarget(Target):
     own_disk_figure = "hbase_root_bytes"
     dialects = {"opentsdb": TsdbApi}
     # stats.py: downsampling computes in doubles (the 0all-sum of 2^53, 1 and 1 is 2^53)
-    value_checks = {"count": None, "min": None, "max": None, "series": None,
+    value_checks = {**{k: None for k in STAT_KINDS},
                     "sum": "OpenTSDB sums in doubles: an integer series' sum past 2^53 is rounded"}
 
     def __init__(self, url=None, options=None):
