@@ -35,7 +35,7 @@ BulkWriteError) fails the load with the number refused and the first one's
 words (a bucket over the server's 16 MiB document limit is one: an hour of
 one series must fit, which at DevOps' 10 s is 360 events of about 250 bytes).
 
-stats() (value verification): two aggregation pipelines per collection (stats.py).
+stats() (value verification): two aggregation pipelines per slice of the window (stats.py).
 count(): records, exactly: `count_documents` of each measurement's collection
 (point, timeseries), or the sum of the buckets' `$size` of events (bucket).
 compact(): the `compact` command per collection on a server that has it
@@ -268,12 +268,14 @@ class MongoTarget(Target):
 
     async def stats(self, table: Table, tables: Tables) -> TableStats:
         """Per field count, sum, min and max, and the distinct tag sets, over the dataset's
-        window: two aggregation pipelines (stats.py)."""
-        args = (table, self.options.layout, tables.start_ns, tables.end_ns)
-        merge = FieldMerge(table, self.what)
-        stats.read_fields(table, await self._aggregate(table.name, stats.fields_pipeline(*args)), merge)
-        docs = await self._aggregate(table.name, stats.series_pipeline(*args))
-        return merge.stats(int(docs[0]["n"]) if docs else 0)
+        window: two aggregation pipelines per slice of it (stats.py)."""
+        merge, series = FieldMerge(table, self.what), set()
+        per_table = tables.rows // max(len(tables.tables), 1)
+        for lo, hi in stats.slices(tables.start_ns, tables.end_ns, per_table):
+            args = (table, self.options.layout, lo, hi)
+            stats.read_fields(table, await self._aggregate(table.name, stats.fields_pipeline(*args)), merge)
+            series |= stats.tag_sets(await self._aggregate(table.name, stats.series_pipeline(*args)))
+        return merge.stats(len(series))
 
     async def _aggregate(self, collection: str, pipeline: list[dict]) -> list[dict]:
         try:
