@@ -9,7 +9,7 @@ refused and why. A refused point is Fatal with the count and OpenTSDB's first
 error; 5xx answers, timeouts and lost connections are Retryable (a re-sent
 point overwrites itself: one value per metric, tags and time).
 
-stats() (value verification): one /api/query per measurement of whole-window
+stats() (value verification): one /api/query per field of whole-window
 downsamples, series by series (stats.py; integer sums are doubles there).
 count(): values, exactly: per measurement one /api/query whose sub-queries
 (one per field's metric) count each series' points over the whole window
@@ -205,13 +205,12 @@ class OpenTsdbTarget(Target):
 
     async def stats(self, table: Table, tables: Tables) -> TableStats:
         """Per field count, sum, min and max, series by series, and the distinct tag sets,
-        over the dataset's window (`0all` excludes the end): one request (stats.py)."""
-        merge = FieldMerge(table, self.what, exact_int_sums=False)
+        over the dataset's window (`0all` excludes the end): a request per field (stats.py)."""
+        merge, series = FieldMerge(table, self.what, exact_int_sums=False), set()
         lo_ms, hi_ms = -(-tables.start_ns // 1_000_000), -(-tables.end_ns // 1_000_000)
-        if not table.fields or hi_ms <= lo_ms:
-            return merge.stats(0)
-        series = stats.read(table, await self._query_json(stats.body(table, lo_ms, hi_ms)), merge)
-        return merge.stats(series)
+        for f in table.field_names if hi_ms > lo_ms else ():
+            series |= stats.read(f, await self._query_json(stats.body(table, f, lo_ms, hi_ms)), merge)
+        return merge.stats(len(series))
 
     # ---- compact and measure (a server tsbench runs) -------------------------------------------
     async def compact(self) -> None:

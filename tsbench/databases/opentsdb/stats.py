@@ -1,8 +1,8 @@
 """What OpenTSDB holds of a measurement, value by value in aggregate (phase 2, value
-verification: load.py's stats()): one /api/query per measurement over the dataset's
-window whose sub-queries ask each field's metric, series by series (aggregator
-`none`), for its `0all-count`, `0all-sum`, `0all-min` and `0all-max`; the series
-are merged here. Series: the distinct tag sets with a point in any of the
+verification: load.py's stats()): one /api/query per field over the dataset's
+window (a request's work bounded by one metric's points) whose sub-queries ask the
+field's metric, series by series (aggregator `none`), for its `0all-count`,
+`0all-sum`, `0all-min` and `0all-max`; the series are merged here. Series: the distinct tag sets with a point in any of the
 measurement's metrics.
 
 What is exact (observed on 2.4.1): points keep their value (an int64 as is, a
@@ -21,22 +21,19 @@ from .points import metric
 AGGS = ("count", "sum", "min", "max")
 
 
-def body(t: Table, lo_ms: int, hi_ms: int) -> dict:
-    """The request: per field, its four whole-window downsamples, series by series."""
-    subs = [{"metric": metric(t.name, f), "aggregator": "none", "downsample": f"0all-{agg}"}
-            for f in t.field_names for agg in AGGS]
+def body(t: Table, field: str, lo_ms: int, hi_ms: int) -> dict:
+    """The request of one field: its four whole-window downsamples, series by series."""
+    subs = [{"metric": metric(t.name, field), "aggregator": "none", "downsample": f"0all-{agg}"} for agg in AGGS]
     return {"start": lo_ms, "end": hi_ms, "msResolution": True, "showQuery": True, "queries": subs}
 
 
-def read(t: Table, answer: list, merge) -> int:
-    """The series of the answer into merge (stats.FieldMerge); the distinct tag sets."""
-    parts: dict[tuple, dict[str, float]] = {}         # (field, tag set) -> {agg: value}
+def read(field: str, answer: list, merge) -> set[frozenset]:
+    """The series of a field's answer into merge (stats.FieldMerge); the tag sets with a point."""
+    parts: dict[frozenset, dict[str, float]] = {}         # tag set -> {agg: value}
     for s in answer:
-        k = s["query"]["index"]
-        field, agg = t.field_names[k // len(AGGS)], AGGS[k % len(AGGS)]
         values = list(s["dps"].values())
         if values:
-            parts.setdefault((field, frozenset(s["tags"].items())), {})[agg] = values[0]
-    for (field, _), p in parts.items():
+            parts.setdefault(frozenset(s["tags"].items()), {})[AGGS[s["query"]["index"]]] = values[0]
+    for p in parts.values():
         merge.add(field, p.get("count", 0), p.get("sum"), p.get("min"), p.get("max"))
-    return len({tags for (_, tags), p in parts.items() if p.get("count")})
+    return {tags for tags, p in parts.items() if p.get("count")}
