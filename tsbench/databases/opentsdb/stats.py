@@ -2,8 +2,8 @@
 verification: load.py's stats()): one /api/query per field over the dataset's
 window (a request's work bounded by one metric's points) whose sub-queries ask the
 field's metric, series by series (aggregator `none`), for its `0all-count`,
-`0all-sum`, `0all-min` and `0all-max`; the series are merged here. Series: the distinct tag sets with a point in any of the
-measurement's metrics.
+`0all-sum`, `0all-min` and `0all-max`; the series are merged here. Series: the
+distinct tag sets with a point in any of the measurement's metrics.
 
 What is exact (observed on 2.4.1): points keep their value (an int64 as is, a
 double as is: raw points of 2^63-1 and of 4.901989101717371 came back unchanged),
