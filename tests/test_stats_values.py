@@ -148,7 +148,7 @@ def _assert_equal(got, want, checks: dict, where: str) -> None:
 def test_stats_hold_what_was_loaded_and_see_changed_values(server, datafiles, expected, monkeypatch):
     from tsbench.databases.mongodb import stats as mongodb_stats
 
-    monkeypatch.setattr(mongodb_stats, "SLICE_ROWS", 97)     # mongodb: several slices of the window, merged
+    monkeypatch.setattr(mongodb_stats, "SLICE_ROWS", 200)    # mongodb: several slices of the window, merged
     target, url, option_sets = server
     checks = databases.target_class(target).value_checks
     assert set(checks) == {"count", "sum", "min", "max", "series"}
