@@ -34,6 +34,7 @@ which re-inserts the same primary keys: CQL inserts are upserts, so a retry
 never doubles a value. A refused statement (InvalidRequest, SyntaxException,
 ServerError) is Fatal with the server's words.
 
+stats() (value verification): per partition, for both schemas (stats.py).
 count(): values, exactly, for both schemas (the count unit is the class's):
 `SELECT count(*)` of the series tables, or the sum of `count("<field>")` (the
 non-null values) of each wide table, over slices of the token ring (each
@@ -68,12 +69,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from ... import native
 from ...batches import csv_layout
 from ...errors import Fatal, UserError
-from ...model import Batch, Tables
+from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
 from ...queries.base import Answer
 from .. import printable
 from ..server import local_state, say
+from ..stats import FieldMerge
 from ..target import Target, exists_error
-from . import driver
+from . import driver, stats
 from .cql_series import CqlSeries
 from .cql_wide import CqlWide
 from .schema import (SERIES_TABLES, check_fields, ident, insert_cql, keyspace_ddl, partition_key, table_columns,
@@ -153,6 +155,7 @@ class CassandraTarget(Target):
     options_model = CassandraOptions
     own_disk_figure = "cassandra_space_used_live"
     dialects = {"cql": CqlSeries, "cql-wide": CqlWide}
+    value_checks = {k: None for k in STAT_KINDS}     # stats.py: per partition, integer sums as varint
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -290,6 +293,57 @@ class CassandraTarget(Target):
             async with sem:
                 return sum((await self.db.rows(cql))[0])
         return sum(await asyncio.gather(*(one(s) for s in stmts)))
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        """Per field count, sum, min and max, and the distinct series, over the dataset's
+        window: one statement per partition of the measurement (stats.py), COUNT_CONCURRENCY
+        at once, each bounded by request_timeout and retried as counts are."""
+        merge = FieldMerge(table, f"target cassandra: {self.url}")
+        if self.options.schema == "series":
+            series = await self._series_stats(table, tables, merge)
+        else:
+            series = await self._wide_stats(table, tables, merge)
+        return merge.stats(len(series))
+
+    async def _series_stats(self, table: Table, tables: Tables, merge: FieldMerge) -> set[str]:
+        types = {f.name: f.type for f in table.fields}
+        todo = []
+        for typ, cql in stats.series_partitions(self.ks):
+            for (sid,) in await self.db.rows(cql):
+                head, field, _ = stats.series_key(sid)
+                if head.split(",", 1)[0] == table.name and types.get(field) == typ:
+                    todo.append((head, field, stats.series_statement(self.ks, typ),
+                                 (sid, tables.start_ns, tables.end_ns)))
+        series = set()
+        for (head, field, _, _), row in zip(todo, await self._each([(c, p) for _, _, c, p in todo])):
+            if row[0]:
+                series.add(head)
+                merge.add(field, *row)
+        return series
+
+    async def _wide_stats(self, table: Table, tables: Tables, merge: FieldMerge) -> set[str]:
+        if table.name not in await self._existing():
+            return set()
+        keys = [tuple(r) for r in await self.db.rows(stats.wide_partitions(self.ks, table))]
+        window = stats.wide_window(tables.start_ns, tables.end_ns)
+        cql = stats.wide_statement(self.ks, table)
+        series = set()
+        for key, row in zip(keys, await self._each([(cql, key + window) for key in keys])):
+            if row[0]:
+                series.add(key[0])
+            for j, f in enumerate(table.fields):
+                merge.add(f.name, *row[1 + 4 * j: 5 + 4 * j])
+        return series
+
+    async def _each(self, todo: list[tuple[str, tuple]]) -> list[tuple]:
+        """The one row of each (cql, params), prepared once per text, COUNT_CONCURRENCY at once."""
+        sem = asyncio.Semaphore(COUNT_CONCURRENCY)
+
+        async def one(cql: str, params: tuple) -> tuple:
+            ps = await self._statement(cql)
+            async with sem:
+                return tuple((await self.db.rows(ps, params))[0])
+        return list(await asyncio.gather(*(one(c, p) for c, p in todo)))
 
     def _jmx(self) -> tuple[str, int] | None:
         """(host, JMX port) for nodetool: the option, else the local server's at this URL."""

@@ -20,7 +20,8 @@ one seam (_wire, _request). version() names the client, e.g. "opensearch 2.19.1
 Load: each batch is split by measurement in C (native.split_csv), each part
 rendered in C into bulk NDJSON (native.render: a `create` action line and the
 document per row), the parts joined into one POST /_bulk. The index has
-refresh_interval -1 during the load; flush() refreshes and sets it back.
+refresh_interval -1 during the load; flush() refreshes and sets it back. stats() (value
+verification): per index one search of the fields' figures and the tag sets (stats.py).
 
 Push-back and retries without doubles: documents get no _id (the server's own
 ids keep its append-only fast path), so a document sent twice is stored twice.
@@ -54,11 +55,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from ... import native
 from ...batches import csv_layout
 from ...errors import Fatal, Retryable, ServerLacks, UserError
-from ...model import Batch, Table, Tables
+from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
 from ...queries.base import Answer
 from ..http import HttpClient
+from ..stats import FieldMerge
 from ..target import Target, exists_error
-from . import clients, templates
+from . import clients, stats, templates
 from .dsl import EsDsl, EsQuery
 
 PUSHBACK_WORDS = ("es_rejected_execution_exception",)
@@ -112,6 +114,7 @@ class ElasticsearchTarget(Target):
     options_model = ElasticsearchOptions
     own_disk_figure = "es_store_size_bytes"
     dialects = {"dsl": EsDsl}
+    value_checks = {k: None for k in STAT_KINDS}     # stats.py: integer figures as Java longs
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -302,6 +305,26 @@ class ElasticsearchTarget(Target):
             return 0
         body = (await self._ok("GET", f"/{names}/_count?ignore_unavailable=true&allow_no_indices=true"))[1]
         return int(json.loads(body)["count"])
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        """Per field count, sum, min and max, and the distinct tag sets, over the dataset's
+        window (stats.py: one search for the fields, a page of tag sets per search)."""
+        path = f"/{table.name}/_search"
+        merge = FieldMerge(table, self.what)
+        doc = await self._search(path, stats.fields_body(table, tables.start_ns, tables.end_ns))
+        stats.read_fields(table, doc, merge)
+        if not table.tags:
+            return merge.stats(int(doc["hits"]["total"]["value"] > 0))
+        series, after = 0, None
+        while True:
+            n, after = stats.read_series(await self._search(path, stats.series_body(table, tables.start_ns,
+                                                                                     tables.end_ns, after)))
+            series += n
+            if after is None:
+                return merge.stats(series)
+
+    async def _search(self, path: str, body: dict) -> dict:
+        return _search_doc(self.what, path, (await self._ok("POST", path, body))[1])
 
     async def compact(self) -> None:
         """Force-merge every index to one segment (the seed's compaction), as a task

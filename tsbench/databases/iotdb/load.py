@@ -22,6 +22,7 @@ bounding each call. A lost connection or a refusal for want of memory is Retryab
 re-sent tablet overwrites its own points: one value per timeseries and time); another
 refusal is Fatal with IoTDB's status code and words.
 
+stats() (value verification): one aggregation aligned by device per measurement (stats.py).
 count(): values, exactly: per measurement `SELECT count(*) ... ALIGN BY DEVICE` (each
 field's non-null points, per device), summed. flush(): FLUSH. compact() (untimed): FLUSH;
 IoTDB 2.0 compacts in the background and has no statement to start or wait for it.
@@ -43,12 +44,14 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...errors import Fatal, Retryable, UserError
-from ...model import Batch, Tables
+from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
 from ...queries.base import Answer
 from .. import printable
 from ..arrow_csv import ARROW_TYPES, CsvToArrow
 from ..server import allocated_bytes, local_state
+from ..stats import FieldMerge
 from ..target import Target, exists_error
+from . import stats
 from .paths import database_path, device_path, measurement_path, node, quiet_client_logs
 from .tree import IotdbQuery, IotdbTree, canonical, timed_rows
 
@@ -87,6 +90,7 @@ class IotdbTarget(Target):
     options_model = IotdbOptions
     own_disk_figure = "iotdb_data_bytes"
     dialects = {"iotdb": IotdbTree}
+    value_checks = {k: None for k in STAT_KINDS}     # stats.py: integer sums in two exact halves
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -227,6 +231,14 @@ class IotdbTarget(Target):
 
     async def count(self, tables: Tables) -> int:
         return sum([await self._count_table(t) for t in tables])
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        """Per field count, sum, min and max, and the devices holding values, over the
+        dataset's window: one aggregation aligned by device (stats.py)."""
+        lo, hi = tables.start_ns // self._unit, -(-tables.end_ns // self._unit)
+        merge = FieldMerge(table, self.what)
+        series = stats.read(table, await self._query(stats.sql(self.db, table, lo, hi)), merge, self.what)
+        return merge.stats(series)
 
     async def flush(self) -> None:
         await self._statement("FLUSH")

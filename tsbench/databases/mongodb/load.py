@@ -35,6 +35,7 @@ BulkWriteError) fails the load with the number refused and the first one's
 words (a bucket over the server's 16 MiB document limit is one: an hour of
 one series must fit, which at DevOps' 10 s is 360 events of about 250 bytes).
 
+stats() (value verification): two aggregation pipelines per slice of the window (stats.py).
 count(): records, exactly: `count_documents` of each measurement's collection
 (point, timeseries), or the sum of the buckets' `$size` of events (bucket).
 compact(): the `compact` command per collection on a server that has it
@@ -68,11 +69,13 @@ from pymongo.errors import BulkWriteError, ConnectionFailure, OperationFailure, 
 from ... import native
 from ...batches import csv_layout
 from ...errors import Fatal, Retryable, UserError
-from ...model import Batch, Tables
+from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
 from ...queries.base import Answer
 from .. import printable
 from ..server import local_state, say
+from ..stats import FieldMerge
 from ..target import Target, exists_error
+from . import stats
 from .documents import EVENTS, HOUR, TAGS, TIME, bucket_key_ops, document_ops, event_ops
 from .mql import Mql
 
@@ -118,6 +121,7 @@ class MongoTarget(Target):
     options_model = MongoOptions
     own_disk_figure = "mongodb_data_bytes"
     dialects = {"mql": Mql}
+    value_checks = {k: None for k in STAT_KINDS}    # stats.py: integer sums unwrapped exactly
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -264,6 +268,24 @@ class MongoTarget(Target):
                 [{"$group": {"_id": None, "n": {"$sum": {"$size": {"$ifNull": [f"${EVENTS}", []]}}}}}])
             total += sum(int(d["n"]) for d in await cursor.to_list(None))
         return total
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        """Per field count, sum, min and max, and the distinct tag sets, over the dataset's
+        window: two aggregation pipelines per slice of it (stats.py)."""
+        merge, series = FieldMerge(table, self.what), set()
+        per_table = tables.rows // max(len(tables.tables), 1)
+        for lo, hi in stats.slices(tables.start_ns, tables.end_ns, per_table):
+            args = (table, self.options.layout, lo, hi)
+            stats.read_fields(table, await self._aggregate(table.name, stats.fields_pipeline(*args)), merge)
+            series |= stats.tag_sets(await self._aggregate(table.name, stats.series_pipeline(*args)))
+        return merge.stats(len(series))
+
+    async def _aggregate(self, collection: str, pipeline: list[dict]) -> list[dict]:
+        try:
+            cursor = await self.db[collection].aggregate(pipeline)
+            return await cursor.to_list(None)
+        except PyMongoError as exc:
+            raise Fatal(f"{self.what}: {collection}: {one_line(exc)}") from None
 
     async def compact(self) -> None:
         """The compact command per collection, where the server has it (untimed)."""

@@ -9,6 +9,8 @@ refused and why. A refused point is Fatal with the count and OpenTSDB's first
 error; 5xx answers, timeouts and lost connections are Retryable (a re-sent
 point overwrites itself: one value per metric, tags and time).
 
+stats() (value verification): one /api/query per field of whole-window
+downsamples, series by series (stats.py; integer sums are doubles there).
 count(): values, exactly: per measurement one /api/query whose sub-queries
 (one per field's metric) count each series' points over the whole window
 (`0all-count`) and add the series (`zimsum`: one bucket per series at the same
@@ -37,11 +39,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from ... import native
 from ...batches import csv_layout
 from ...errors import Fatal, Retryable, UserError
-from ...model import Batch, Tables
+from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
 from ...queries.base import Answer
 from ..http import HttpClient
 from ..server import allocated_bytes, local_state
+from ..stats import FieldMerge
 from ..target import Target, exists_error
+from . import stats
 from .api_query import AnswerRows, TsdbApi, TsdbQuery, TsdbRequest
 from .points import metric, point_ops
 
@@ -66,6 +70,9 @@ class OpenTsdbTarget(Target):
     options_model = OpenTsdbOptions
     own_disk_figure = "hbase_root_bytes"
     dialects = {"opentsdb": TsdbApi}
+    # stats.py: downsampling computes in doubles (the 0all-sum of 2^53, 1 and 1 is 2^53)
+    value_checks = {**{k: None for k in STAT_KINDS},
+                    "sum": "OpenTSDB sums in doubles: an integer series' sum past 2^53 is rounded"}
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -195,6 +202,15 @@ class OpenTsdbTarget(Target):
         if hi_ms <= lo_ms:
             return 0
         return sum([await self._points(t, lo_ms, hi_ms) for t in tables])
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        """Per field count, sum, min and max, series by series, and the distinct tag sets,
+        over the dataset's window (`0all` excludes the end): a request per field (stats.py)."""
+        merge, series = FieldMerge(table, self.what, exact_int_sums=False), set()
+        lo_ms, hi_ms = -(-tables.start_ns // 1_000_000), -(-tables.end_ns // 1_000_000)
+        for f in table.field_names if hi_ms > lo_ms else ():
+            series |= stats.read(f, await self._query_json(stats.body(table, f, lo_ms, hi_ms)), merge)
+        return merge.stats(len(series))
 
     # ---- compact and measure (a server tsbench runs) -------------------------------------------
     async def compact(self) -> None:
