@@ -124,6 +124,13 @@ COMMANDS = [
     (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=-1"), "option write_concern: a number of members"),
     (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=0", "-O", "journal=true"),
      "journal=true needs an acknowledged write"),
+    (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=-1"), "option write_concern: a number of members"),
+    (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=0", "-O", "journal=true"),
+     "journal=true needs an acknowledged write"),
+    (("load", "{w}/data.csv", "-t", "cassandra", "--server", "cassandra://bench:hunter22@127.0.0.1:9/ks"),
+     "target cassandra: cassandra://127.0.0.1:9: a user or password in the URL is not supported"),
+    (("load", "{w}/data.csv", "-t", "cassandra", "--server", "cassandra://127.0.0.1:9/ks"),
+     "the keyspace is an option: -O keyspace=NAME"),
     (("load", "-t", "duckdb", "--generate", "use_case=nope"), "--use-case"),
     (("load", "-t", "duckdb", "--generate", "scale=0"), "--scale"),
     (("load", "-t", "duckdb", "--generate", "scale"), "--generate"),
@@ -365,6 +372,13 @@ def test_bad_input_in_a_subprocess(w, args, needle):
     assert_one_line(p.returncode, p.stderr.decode(), needle)
 
 
+def test_a_cassandra_url_with_a_password_is_one_line_without_it(w):
+    p = run_cli("load", str(w / "data.csv"), "-t", "cassandra", "--server", "cassandra://bench:hunter22@127.0.0.1:9",
+                check=False)
+    assert_one_line(p.returncode, p.stderr.decode(), "a user or password in the URL is not supported")
+    assert b"hunter22" not in p.stderr + p.stdout
+
+
 def test_bad_experiment_in_a_subprocess(tmp_path):
     f = tmp_path / "e.yaml"
     f.write_text(GOOD.replace("  a: {target: duckdb}\n", "  a: {target: duckdb}\n  a: {target: duckdb}\n"))
@@ -453,6 +467,6 @@ def test_error_lines_are_masked(capsys, monkeypatch, tmp_path):
 
 
 def test_the_corpus_is_large():
-    n = len(COMMANDS) + len(EXPERIMENTS) + len(SCHEMAS) + 2 + 4 + 1 + 1
+    n = len(COMMANDS) + len(EXPERIMENTS) + len(SCHEMAS) + 2 + 4 + 1 + 1 + 1
     assert n >= 100, n
     assert json.dumps([list(a) for a, _ in COMMANDS])      # plain data, one case per line

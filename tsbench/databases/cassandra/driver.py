@@ -22,7 +22,7 @@ import socket
 import struct
 import time
 
-from cassandra import (OperationTimedOut, ReadTimeout, Unavailable, WriteTimeout)
+from cassandra import OperationTimedOut, ReadTimeout, Unavailable, UnresolvableContactPoints, WriteTimeout
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
 from cassandra.connection import ConnectionException
 from cassandra.policies import ConstantReconnectionPolicy, RoundRobinPolicy
@@ -220,11 +220,15 @@ async def connect(contacts: list[tuple[str, int]], request_timeout: float, what:
     """A Session on the cluster; UserError naming the URL if no contact point answers."""
     profile = ExecutionProfile(load_balancing_policy=RoundRobinPolicy(), request_timeout=request_timeout,
                                row_factory=tuple_factory)
-    cluster = Cluster(contact_points=contacts, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-                      connect_timeout=CONNECT_TIMEOUT, control_connection_timeout=CONNECT_TIMEOUT,
-                      reconnection_policy=ConstantReconnectionPolicy(0.5, max_attempts=None),
-                      schema_metadata_enabled=False, token_metadata_enabled=False,
-                      sockopts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])   # no Nagle delay per batch
+    try:
+        cluster = Cluster(contact_points=contacts, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+                          connect_timeout=CONNECT_TIMEOUT, control_connection_timeout=CONNECT_TIMEOUT,
+                          reconnection_policy=ConstantReconnectionPolicy(0.5, max_attempts=None),
+                          schema_metadata_enabled=False, token_metadata_enabled=False,
+                          sockopts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])   # no Nagle delay per batch
+    except UnresolvableContactPoints:
+        hosts = ", ".join(h for h, _ in contacts)
+        raise UserError(f"{what}: cannot connect: no address found for {hosts}") from None
     try:
         session = await asyncio.to_thread(cluster.connect)
     except Exception as exc:

@@ -70,6 +70,7 @@ from ...batches import csv_layout
 from ...errors import Fatal, UserError
 from ...model import Batch, Tables
 from ...queries.base import Answer
+from ...secrets import mask
 from ..server import local_state, say
 from ..target import Target, exists_error
 from . import driver
@@ -100,17 +101,28 @@ with warnings.catch_warnings():      # the option is named `schema`, like BaseMo
 
 
 def parse_url(url: str | None) -> list[tuple[str, int]]:
-    """cassandra://host:port[,host2:port2] -> [(host, port), ...]."""
+    """cassandra://host:port[,host2:port2] -> [(host, port), ...]. A user or password, a
+    path or a query are refused in one line (the password never in it): tsbench connects
+    without authentication, and the keyspace is an option."""
     if not url:
         raise UserError("target cassandra: needs a server: --server local or --server cassandra://HOST:9042")
     parts = urlsplit(url)
     if parts.scheme != "cassandra" or not parts.netloc:
-        raise UserError(f"target cassandra: {url}: not a cassandra://host:port[,host:port] URL")
+        raise UserError(f"target cassandra: {mask(url)}: not a cassandra://host:port[,host:port] URL")
+    if "@" in parts.netloc:
+        hosts = parts.netloc.rpartition("@")[2]
+        raise UserError(f"target cassandra: cassandra://{hosts}: a user or password in the URL is not "
+                        "supported (tsbench connects to Cassandra without authentication)")
+    if parts.path.strip("/") or parts.query or parts.fragment:
+        raise UserError(f"target cassandra: {mask(url)}: give only cassandra://host:port[,host:port] "
+                        "(the keyspace is an option: -O keyspace=NAME)")
     out = []
     for hp in parts.netloc.split(","):
         host, _, port = hp.rpartition(":")
         if not host or not port.isdigit():
             host, port = hp, "9042"
+        if not 0 < int(port) < 65536:
+            raise UserError(f"target cassandra: {url}: port {port} is not a TCP port (1 to 65535)")
         out.append((host.strip("[]"), int(port)))
     return out
 
