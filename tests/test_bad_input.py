@@ -68,6 +68,18 @@ def _damaged_gzip(ds, d: pathlib.Path) -> None:
     (d / "bad.lp.gz").write_bytes(data)
 
 
+def _damaged_gzip(ds, d: pathlib.Path) -> None:
+    """bad.lp.gz: a gzip'd data file with 64 bytes in its middle changed, its size and
+    manifest kept (the manifest's size check passes; the data does not decompress)."""
+    from tsbench.generate import generate
+
+    generate(ds, "influx", str(d / "bad.lp.gz"), show_progress=False)
+    data = bytearray((d / "bad.lp.gz").read_bytes())
+    mid = len(data) // 2
+    data[mid: mid + 64] = bytes(b ^ 0x5A for b in data[mid: mid + 64])
+    (d / "bad.lp.gz").write_bytes(data)
+
+
 def _run_dirs(d: pathlib.Path) -> None:
     import pandas as pd
 
@@ -144,6 +156,14 @@ COMMANDS = [
      "target cassandra: cassandra://127.0.0.1:9: a user or password in the URL is not supported"),
     (("load", "{w}/data.csv", "-t", "cassandra", "--server", "cassandra://127.0.0.1:9/ks"),
      "the keyspace is an option: -O keyspace=NAME"),
+    (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=-1"), "option write_concern: a number of members"),
+    (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=0", "-O", "journal=true"),
+     "journal=true needs an acknowledged write"),
+    (("load", "{w}/data.csv", "-t", "cassandra", "--server", "cassandra://bench:hunter22@127.0.0.1:9/ks"),
+     "target cassandra: cassandra://127.0.0.1:9: a user or password in the URL is not supported"),
+    (("load", "{w}/data.csv", "-t", "cassandra", "--server", "cassandra://127.0.0.1:9/ks"),
+     "the keyspace is an option: -O keyspace=NAME"),
+    (("load", "{w}/bad.lp.gz", "-t", "null"), "{w}/bad.lp.gz: not valid gzip data ("),
     (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=-1"), "option write_concern: a number of members"),
     (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=0", "-O", "journal=true"),
      "journal=true needs an acknowledged write"),
@@ -405,6 +425,22 @@ def test_a_cassandra_url_with_a_password_is_one_line_without_it(w):
                 check=False)
     assert_one_line(p.returncode, p.stderr.decode(), "a user or password in the URL is not supported")
     assert b"hunter22" not in p.stderr + p.stdout
+
+
+def test_a_cassandra_url_with_a_password_is_one_line_without_it(w):
+    p = run_cli("load", str(w / "data.csv"), "-t", "cassandra", "--server", "cassandra://bench:hunter22@127.0.0.1:9",
+                check=False)
+    assert_one_line(p.returncode, p.stderr.decode(), "a user or password in the URL is not supported")
+    assert b"hunter22" not in p.stderr + p.stdout
+
+
+@pytest.mark.parametrize("gen", ["scale=abc", "scale=2,bogus=1", f"scale=1,start={END},end={END}"])
+def test_a_failed_load_generate_leaves_no_temporary_folder(capsys, monkeypatch, tmp_path, gen):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    code, err = call(capsys, "load", "-t", "duckdb", "--generate", gen)
+    assert code == 2 and list(tmp_path.iterdir()) == [], err
 
 
 def test_bad_experiment_in_a_subprocess(tmp_path):
