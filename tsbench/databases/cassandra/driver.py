@@ -22,7 +22,8 @@ import socket
 import struct
 import time
 
-from cassandra import OperationTimedOut, ReadTimeout, Unavailable, UnresolvableContactPoints, WriteTimeout
+from cassandra import (OperationTimedOut, ReadFailure, ReadTimeout, Unavailable, UnresolvableContactPoints,
+                       WriteTimeout)
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
 from cassandra.connection import ConnectionException
 from cassandra.policies import ConstantReconnectionPolicy, RoundRobinPolicy
@@ -34,13 +35,15 @@ from ...errors import Fatal, Retryable, UserError
 CONNECT_TIMEOUT = 10.0
 NO_HOST_GRACE = 60.0          # seconds NoHostAvailable counts as a (re)starting server
 FETCH_SIZE = 5000
-ADMIN_RETRIES, ADMIN_PAUSE = 3, 2.0    # a DDL or count statement timed out: tried again, 3 times
+ADMIN_RETRIES, ADMIN_PAUSE = 3, 2.0    # a DDL or count statement pushed back (PUSH_BACK): tried again, 3 times
 
 # The driver logs every server warning and reconnection attempt; tsbench reports errors itself.
 logging.getLogger("cassandra").addHandler(logging.NullHandler())
 logging.getLogger("cassandra").propagate = False
 
-PUSH_BACK = (OverloadedErrorMessage, IsBootstrappingErrorMessage, WriteTimeout, ReadTimeout, Unavailable,
+# A replica that failed a read (ReadFailure, code 1300, "Replica(s) failed to execute read") is
+# taken as push-back too: a busy machine's count right after a load met it, and a retry read it.
+PUSH_BACK = (OverloadedErrorMessage, IsBootstrappingErrorMessage, WriteTimeout, ReadTimeout, ReadFailure, Unavailable,
              OperationTimedOut, ConnectionException)
 
 

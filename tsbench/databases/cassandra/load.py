@@ -37,7 +37,10 @@ ServerError) is Fatal with the server's words.
 count(): values, exactly, for both schemas (the count unit is the class's):
 `SELECT count(*)` of the series tables, or the sum of `count("<field>")` (the
 non-null values) of each wide table, over slices of the token ring (each
-slice bounded: about COUNT_SLICE_VALUES values), a few in flight.
+slice bounded: about COUNT_SLICE_VALUES values), a few in flight; a slice
+pushed back (a timeout, or a replica's ReadFailure, as on a busy machine) is
+read again a few times (driver.Session.rows), then fails with the server's
+words, all within the load's stall bound.
 compact(): nodetool flush + compact over JMX (server.nodetool), untimed; the
 JMX port is the `jmx_port` option, else the local server tsbench started at
 this URL; with neither it is skipped, saying why. disk_bytes(): nodetool
