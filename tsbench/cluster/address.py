@@ -74,8 +74,9 @@ async def _local(addr: Address):
                                       silence_logs=logging.CRITICAL, asynchronous=True)
     except Exception as exc:          # reported in one line; a half-started cluster closes itself
         cause = exc.__cause__ or exc
-        raise UserError(f"--cluster {addr.text}: the Dask worker processes did not start ({cause}; a script "
-                        "that starts tsbench needs `if __name__ == \"__main__\":`, as for multiprocessing)") from None
+        raise UserError(f"--cluster {addr.text}: the Dask worker processes did not start ({cause}): a cluster "
+                        "worker died while starting (killed, out of memory), or a script that starts tsbench lacks "
+                        "`if __name__ == \"__main__\":`, as multiprocessing needs") from None
 
 
 @contextlib.contextmanager
