@@ -149,6 +149,31 @@ def test_ctrl_c_at_a_terminal_ends_a_cluster_load_in_one_line_from_every_process
     assert _until(lambda: not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers), 10)
 
 
+def test_a_ctrl_c_while_the_cluster_closes_is_not_lost_and_the_close_finishes(monkeypatch):
+    """The main task cancelled (asyncio's way of a Ctrl-C) while the client closes: the
+    client and the cluster still close, then the interruption goes on out."""
+    import asyncio
+
+    import distributed
+
+    from tsbench.cluster.address import open_cluster, parse
+
+    real, seen = distributed.Client._close, []
+
+    async def interrupted_close(self, *args, **kwargs):
+        asyncio.get_running_loop().call_soon(seen[0].cancel)
+        return await real(self, *args, **kwargs)
+
+    async def go():
+        seen.append(asyncio.current_task())
+        async with open_cluster(parse("local:1")) as client:
+            seen.append(client)
+            monkeypatch.setattr(distributed.Client, "_close", interrupted_close)
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(go())
+    assert seen[1].status == "closed"
+
+
 @pytest.fixture(scope="module")
 def joined():
     """A Dask cluster tsbench did not start (two worker processes here), and a client of it."""

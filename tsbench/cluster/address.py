@@ -5,6 +5,7 @@ with SIGINT blocked, so a Ctrl-C reaches the driver alone, which stops them);
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import re
@@ -41,7 +42,8 @@ def parse(text: str) -> Address:
 @contextlib.asynccontextmanager
 async def open_cluster(addr: Address):
     """An asynchronous dask.distributed Client with at least one worker; a LocalCluster
-    started for local:N is closed (its workers stopped) when the block ends."""
+    started for local:N is closed (its workers stopped) when the block ends. Both close to
+    the end even if a Ctrl-C comes meanwhile (one half-closed warns as it is collected)."""
     import dask
     from distributed import Client
 
@@ -50,17 +52,35 @@ async def open_cluster(addr: Address):
         if addr.local_workers:
             cluster = await _local(addr)
             try:
-                async with Client(cluster, asynchronous=True) as client:
+                client = await Client(cluster, asynchronous=True)
+                try:
                     await _wait_for_workers(client, addr)
                     yield client
+                finally:
+                    await to_the_end(client.close())
             finally:
-                await cluster.close()
+                await to_the_end(cluster.close())
         else:
             client = await _join(addr)
             try:
                 yield client
             finally:
-                await client.close()
+                await to_the_end(client.close())
+
+
+async def to_the_end(aw) -> None:
+    """Await aw (a close, bounded by its own timeout) to its end even if this task is
+    cancelled meanwhile (a Ctrl-C); the cancellation is raised after it."""
+    task = asyncio.ensure_future(aw)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    task.result()
 
 
 async def _local(addr: Address):
