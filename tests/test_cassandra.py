@@ -240,27 +240,33 @@ def failing_counts(monkeypatch):
     return state
 
 
+def _load_and_count(url: str, df, stall: float):
+    """A load into keyspace t_readfail (drop first), counted, not compacted."""
+    from tsbench.connect import connect
+    from tsbench.load import LoadOptions, load
+
+    async def go():
+        async with connect("cassandra", url, {"keyspace": "t_readfail"}) as c:
+            return await load(c.target, df, LoadOptions(progress=False, if_exists="drop", compact=False,
+                                                        stall_seconds=stall))
+    return asyncio.run(go())
+
+
 def test_a_count_read_a_replica_failed_is_read_again(server, devops, failing_counts):
     failing_counts["left"] = 2
-    res = load_into("cassandra", server.url, devops, {"keyspace": "t_readfail"})
-    assert failing_counts["failed"] == 2 and res.counted == devops.values
+    res = _load_and_count(server.url, devops, 120.0)
+    assert failing_counts["failed"] == 2 and res.verified and res.counted == devops.values
 
 
 def test_a_count_read_that_keeps_failing_fails_the_load_with_the_servers_words(server, devops, failing_counts):
     import time
 
-    from tsbench.connect import connect
-    from tsbench.load import LoadError, LoadOptions, load
+    from tsbench.load import LoadError
 
-    failing_counts["left"] = None
-    stall = 30.0
-
-    async def go():
-        async with connect("cassandra", server.url, {"keyspace": "t_readfail"}) as c:
-            await load(c.target, devops, LoadOptions(progress=False, if_exists="drop", stall_seconds=stall))
+    failing_counts["left"], stall = None, 30.0
     t0 = time.monotonic()
     with pytest.raises(LoadError) as ei:
-        asyncio.run(go())
+        _load_and_count(server.url, devops, stall)
     took = time.monotonic() - t0
     assert READ_FAILED in str(ei.value) and "no answer within" not in str(ei.value), ei.value
     assert failing_counts["failed"] >= driver.ADMIN_RETRIES + 1 and took < stall, took
