@@ -52,7 +52,32 @@ def w(tmp_path_factory) -> pathlib.Path:
     (d / "nomanifest.lp").write_text("cpu,host=a v=1 1\n")
     (d / "exp.yaml").write_text(GOOD)
     _run_dirs(d)
+    _damaged_gzip(ds, d)
     return d
+
+
+def _damaged_gzip(ds, d: pathlib.Path) -> None:
+    """bad.lp.gz: a gzip'd data file with 64 bytes in its middle changed, its size and
+    manifest kept (the manifest's size check passes; the data does not decompress)."""
+    from tsbench.generate import generate
+
+    generate(ds, "influx", str(d / "bad.lp.gz"), show_progress=False)
+    data = bytearray((d / "bad.lp.gz").read_bytes())
+    mid = len(data) // 2
+    data[mid: mid + 64] = bytes(b ^ 0x5A for b in data[mid: mid + 64])
+    (d / "bad.lp.gz").write_bytes(data)
+
+
+def _damaged_gzip(ds, d: pathlib.Path) -> None:
+    """bad.lp.gz: a gzip'd data file with 64 bytes in its middle changed, its size and
+    manifest kept (the manifest's size check passes; the data does not decompress)."""
+    from tsbench.generate import generate
+
+    generate(ds, "influx", str(d / "bad.lp.gz"), show_progress=False)
+    data = bytearray((d / "bad.lp.gz").read_bytes())
+    mid = len(data) // 2
+    data[mid: mid + 64] = bytes(b ^ 0x5A for b in data[mid: mid + 64])
+    (d / "bad.lp.gz").write_bytes(data)
 
 
 def _run_dirs(d: pathlib.Path) -> None:
@@ -121,6 +146,32 @@ COMMANDS = [
     (("load", "{w}/data.lp", "-t", "influx", "--port", "http=x"), "--port"),
     (("load", "{w}/data.lp", "-t", "influx", "--json", "{w}"), "--json"),
     (("load", "{w}/data.lp", "-t", "influx", "--json", "{w}/no/such/s.json"), "--json"),
+    (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=-1"), "option write_concern: a number of members"),
+    (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=0", "-O", "journal=true"),
+     "journal=true needs an acknowledged write"),
+    (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=-1"), "option write_concern: a number of members"),
+    (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=0", "-O", "journal=true"),
+     "journal=true needs an acknowledged write"),
+    (("load", "{w}/data.csv", "-t", "cassandra", "--server", "cassandra://bench:hunter22@127.0.0.1:9/ks"),
+     "target cassandra: cassandra://127.0.0.1:9: a user or password in the URL is not supported"),
+    (("load", "{w}/data.csv", "-t", "cassandra", "--server", "cassandra://127.0.0.1:9/ks"),
+     "the keyspace is an option: -O keyspace=NAME"),
+    (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=-1"), "option write_concern: a number of members"),
+    (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=0", "-O", "journal=true"),
+     "journal=true needs an acknowledged write"),
+    (("load", "{w}/data.csv", "-t", "cassandra", "--server", "cassandra://bench:hunter22@127.0.0.1:9/ks"),
+     "target cassandra: cassandra://127.0.0.1:9: a user or password in the URL is not supported"),
+    (("load", "{w}/data.csv", "-t", "cassandra", "--server", "cassandra://127.0.0.1:9/ks"),
+     "the keyspace is an option: -O keyspace=NAME"),
+    (("load", "{w}/bad.lp.gz", "-t", "null"), "{w}/bad.lp.gz: not valid gzip data ("),
+    (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=-1"), "option write_concern: a number of members"),
+    (("load", "{w}/data.csv", "-t", "mongodb", "-O", "write_concern=0", "-O", "journal=true"),
+     "journal=true needs an acknowledged write"),
+    (("load", "{w}/data.csv", "-t", "cassandra", "--server", "cassandra://bench:hunter22@127.0.0.1:9/ks"),
+     "target cassandra: cassandra://127.0.0.1:9: a user or password in the URL is not supported"),
+    (("load", "{w}/data.csv", "-t", "cassandra", "--server", "cassandra://127.0.0.1:9/ks"),
+     "the keyspace is an option: -O keyspace=NAME"),
+    (("load", "{w}/bad.lp.gz", "-t", "null"), "{w}/bad.lp.gz: not valid gzip data ("),
     (("load", "-t", "duckdb", "--generate", "use_case=nope"), "--use-case"),
     (("load", "-t", "duckdb", "--generate", "scale=0"), "--scale"),
     (("load", "-t", "duckdb", "--generate", "scale"), "--generate"),
@@ -362,6 +413,36 @@ def test_bad_input_in_a_subprocess(w, args, needle):
     assert_one_line(p.returncode, p.stderr.decode(), needle)
 
 
+def test_a_cassandra_url_with_a_password_is_one_line_without_it(w):
+    p = run_cli("load", str(w / "data.csv"), "-t", "cassandra", "--server", "cassandra://bench:hunter22@127.0.0.1:9",
+                check=False)
+    assert_one_line(p.returncode, p.stderr.decode(), "a user or password in the URL is not supported")
+    assert b"hunter22" not in p.stderr + p.stdout
+
+
+def test_a_cassandra_url_with_a_password_is_one_line_without_it(w):
+    p = run_cli("load", str(w / "data.csv"), "-t", "cassandra", "--server", "cassandra://bench:hunter22@127.0.0.1:9",
+                check=False)
+    assert_one_line(p.returncode, p.stderr.decode(), "a user or password in the URL is not supported")
+    assert b"hunter22" not in p.stderr + p.stdout
+
+
+def test_a_cassandra_url_with_a_password_is_one_line_without_it(w):
+    p = run_cli("load", str(w / "data.csv"), "-t", "cassandra", "--server", "cassandra://bench:hunter22@127.0.0.1:9",
+                check=False)
+    assert_one_line(p.returncode, p.stderr.decode(), "a user or password in the URL is not supported")
+    assert b"hunter22" not in p.stderr + p.stdout
+
+
+@pytest.mark.parametrize("gen", ["scale=abc", "scale=2,bogus=1", f"scale=1,start={END},end={END}"])
+def test_a_failed_load_generate_leaves_no_temporary_folder(capsys, monkeypatch, tmp_path, gen):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    code, err = call(capsys, "load", "-t", "duckdb", "--generate", gen)
+    assert code == 2 and list(tmp_path.iterdir()) == [], err
+
+
 def test_bad_experiment_in_a_subprocess(tmp_path):
     f = tmp_path / "e.yaml"
     f.write_text(GOOD.replace("  a: {target: duckdb}\n", "  a: {target: duckdb}\n  a: {target: duckdb}\n"))
@@ -450,6 +531,6 @@ def test_error_lines_are_masked(capsys, monkeypatch, tmp_path):
 
 
 def test_the_corpus_is_large():
-    n = len(COMMANDS) + len(EXPERIMENTS) + len(SCHEMAS) + 2 + 4 + 1 + 1
+    n = len(COMMANDS) + len(EXPERIMENTS) + len(SCHEMAS) + 2 + 4 + 1 + 1 + 1
     assert n >= 100, n
     assert json.dumps([list(a) for a, _ in COMMANDS])      # plain data, one case per line

@@ -1,7 +1,9 @@
 """Cassandra target and server (phase 2): the C templates bind the agreed
 layouts' prepared INSERTs (no server; decoded by the protocol's rules); against one real Cassandra 5.0 started by tsbench
 for the module: a small devops CSV loaded into each schema, counted and read
-back exactly, if_exists abort, an unreachable URL as one line (a server
+back exactly, if_exists abort, an unreachable URL as one line, a count read that a
+replica failed (a ReadFailure injected at the driver's session) read again, and one that
+keeps failing failing the load with the server's words within the stall bound (a server
 SIGKILLed mid-load: tests/test_faults.py). Run with `pytest -m cassandra`."""
 
 from __future__ import annotations
@@ -191,3 +193,80 @@ def test_unreachable_url_is_one_line(devops):
     err = p.stderr.decode().strip()
     assert p.returncode == 2 and len(err.splitlines()) == 1 and "cassandra" in err and "Traceback" not in err, err
 
+
+
+# ---- a replica's failed read (a fault injected at the driver's session) ---------------------------
+
+READ_FAILED = "Replica(s) failed to execute read"
+
+
+def _read_failure() -> Exception:
+    """A ReadFailure as the driver makes it from the server's error frame (code 0x1300)."""
+    from cassandra import ConsistencyLevel
+    from cassandra.protocol import ReadFailureMessage
+
+    return ReadFailureMessage(code=0x1300, message="Operation failed - received 0 responses and 1 failures: "
+                              "UNKNOWN from localhost/127.0.0.1:7000",
+                              info={"consistency": ConsistencyLevel.ONE, "required_responses": 1,
+                                    "received_responses": 0, "failures": 1, "error_code_map": {}}).to_exception()
+
+
+class _FailedRead:
+    """What the driver's execute_async returns, for a read the replica failed."""
+
+    has_more_pages = False
+
+    def add_callbacks(self, callback, errback) -> None:
+        errback(_read_failure())
+
+
+@pytest.fixture
+def failing_counts(monkeypatch):
+    """The driver session's count statements fail with a ReadFailure while state["left"] > 0
+    (None: every time); state["failed"] counts them. Every other statement reaches the server."""
+    from cassandra.cluster import Session
+
+    real, state = Session.execute_async, {"left": 0, "failed": 0}
+
+    def execute_async(self, query, *args, **kwargs):
+        text = query if isinstance(query, str) else getattr(query, "query_string", "")
+        if text.startswith("SELECT count") and (state["left"] is None or state["left"] > 0):
+            state["failed"] += 1
+            if state["left"] is not None:
+                state["left"] -= 1
+            return _FailedRead()
+        return real(self, query, *args, **kwargs)
+    monkeypatch.setattr(Session, "execute_async", execute_async)
+    return state
+
+
+def _load_and_count(url: str, df, stall: float):
+    """A load into keyspace t_readfail (drop first), counted, not compacted."""
+    from tsbench.connect import connect
+    from tsbench.load import LoadOptions, load
+
+    async def go():
+        async with connect("cassandra", url, {"keyspace": "t_readfail"}) as c:
+            return await load(c.target, df, LoadOptions(progress=False, if_exists="drop", compact=False,
+                                                        stall_seconds=stall))
+    return asyncio.run(go())
+
+
+def test_a_count_read_a_replica_failed_is_read_again(server, devops, failing_counts):
+    failing_counts["left"] = 2
+    res = _load_and_count(server.url, devops, 120.0)
+    assert failing_counts["failed"] == 2 and res.verified and res.counted == devops.values
+
+
+def test_a_count_read_that_keeps_failing_fails_the_load_with_the_servers_words(server, devops, failing_counts):
+    import time
+
+    from tsbench.load import LoadError
+
+    failing_counts["left"], stall = None, 30.0
+    t0 = time.monotonic()
+    with pytest.raises(LoadError) as ei:
+        _load_and_count(server.url, devops, stall)
+    took = time.monotonic() - t0
+    assert READ_FAILED in str(ei.value) and "no answer within" not in str(ei.value), ei.value
+    assert failing_counts["failed"] >= driver.ADMIN_RETRIES + 1 and took < stall, took

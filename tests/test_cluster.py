@@ -1,7 +1,9 @@
 """--cluster on Dask (LocalCluster, 2 workers): the merged load count equals one
 client's; each worker's generated share has the bytes `generate --group i --groups 2`
 writes; the merged timeline ends on the totals and moves each slot onto the driver's
-clock; a worker killed mid-load fails the cell with its address within seconds; Ctrl-C
+clock; a worker killed mid-load fails the cell with its address within seconds, one that
+dies while its facts are gathered is one line naming the cause; Ctrl-C at a terminal (the
+whole process group, workers included) ends a load in one line, 130, no traceback; Ctrl-C
 leaves no task running on a cluster tsbench joined; a worker with another build is
 refused; stream and execute run from two slots (each stream slot its group, the execute
 slots at once, every answer judged); experiments record clients and worker facts; bad
@@ -129,6 +131,49 @@ def test_a_worker_killed_mid_load_fails_the_cell_with_its_address_within_seconds
     assert fs.writes < 300                               # it stopped, not ran to the end
 
 
+def test_ctrl_c_at_a_terminal_ends_a_cluster_load_in_one_line_from_every_process(data):
+    """Ctrl-C at a terminal reaches the whole process group, the worker processes of local:2
+    included: the load ends as interrupted (130), one line, no traceback from any process,
+    no worker left behind."""
+    with FaultServer() as fs:
+        fs.service_seconds = 0.05
+        p = subprocess.Popen([sys.executable, "-m", "tsbench", "load", str(data), "-t", "null-http", "-s", fs.url,
+                              "-b", "100", "-w", "2", "-q", "--cluster", "local:2"], stderr=subprocess.PIPE,
+                             text=True, preexec_fn=_ctrl_c_acts, start_new_session=True)     # a terminal's group
+        assert _until(lambda: fs.writes >= 10, 60), p.stderr.read() if p.poll() is not None else "no writes"
+        workers = [c for c in psutil.Process(p.pid).children(recursive=True)]
+        os.killpg(p.pid, signal.SIGINT)
+        code = p.wait(timeout=60)
+        err = p.stderr.read()
+    assert (code, err.strip()) == (130, "tsbench: interrupted (SIGINT)"), err      # (click's newline after ^C)
+    assert _until(lambda: not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers), 10)
+
+
+def test_a_ctrl_c_while_the_cluster_closes_is_not_lost_and_the_close_finishes(monkeypatch):
+    """The main task cancelled (asyncio's way of a Ctrl-C) while the client closes: the
+    client and the cluster still close, then the interruption goes on out."""
+    import asyncio
+
+    import distributed
+
+    from tsbench.cluster.address import open_cluster, parse
+
+    real, seen = distributed.Client._close, []
+
+    async def interrupted_close(self, *args, **kwargs):
+        asyncio.get_running_loop().call_soon(seen[0].cancel)
+        return await real(self, *args, **kwargs)
+
+    async def go():
+        seen.append(asyncio.current_task())
+        async with open_cluster(parse("local:1")) as client:
+            seen.append(client)
+            monkeypatch.setattr(distributed.Client, "_close", interrupted_close)
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(go())
+    assert seen[1].status == "closed"
+
+
 @pytest.fixture(scope="module")
 def joined():
     """A Dask cluster tsbench did not start (two worker processes here), and a client of it."""
@@ -164,6 +209,28 @@ def test_a_worker_with_another_build_is_refused_before_anything_runs(data, joine
     err = p.stderr.decode().strip()
     assert p.returncode == 2 and len(err.splitlines()) == 1, err
     assert f"worker {worker}" in err and "build 0000000000000000" in err and "install the same tsbench" in err, err
+
+
+def _dies_when_asked_its_facts() -> None:
+    import tsbench.cluster.facts as f
+
+    f.client_facts = lambda: os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_that_dies_before_the_slots_start_is_named_in_one_line(data, joined):
+    """Killed while the driver gathers the workers' facts (the connection closes mid-answer):
+    one line naming the cause, exit 2, not an internal error."""
+    address, client = joined
+    worker = sorted(client.scheduler_info()["workers"])[1]
+    client.run(_dies_when_asked_its_facts, workers=[worker])
+    try:
+        p = run_cli("load", str(data), "-t", "null", "-q", "--cluster", address, check=False)
+    finally:
+        client.wait_for_workers(2, timeout=60)          # its nanny starts it again, unpatched
+    err = p.stderr.decode().strip()
+    assert p.returncode == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert f"--cluster {address}: a cluster worker died or its connection broke while waiting for the " \
+           "workers' facts" in err, err
 
 
 def test_ctrl_c_leaves_no_task_running_on_a_cluster_tsbench_joined(data, joined):

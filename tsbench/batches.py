@@ -44,6 +44,17 @@ def byte_ranges(path: str | os.PathLike, parts: int) -> list[tuple[int, int]]:
     return [(cuts[i], cuts[i + 1]) for i in range(parts)]
 
 
+def _decompress_errors() -> tuple[type[Exception], ...]:
+    """What the decompressors raise on damaged data: a bad CRC or header (gzip.BadGzipFile),
+    a bad deflate block (zlib.error), a stream cut short (EOFError), a bad zstd frame."""
+    import gzip
+    import zlib
+
+    import zstandard
+
+    return gzip.BadGzipFile, zlib.error, EOFError, zstandard.ZstdError
+
+
 def _open_stream(path: pathlib.Path, compression: str):
     if compression == "gzip":
         import gzip
@@ -122,11 +133,26 @@ class BatchReader:
                 nb[:tail] = buf[start:filled]
                 buf, start, filled = nb, 0, tail
                 while filled < len(buf):
-                    n = f.readinto(memoryview(buf)[filled:])
+                    n = self._read(f, memoryview(buf)[filled:])
                     if not n:
                         eof = True
                         break
                     filled += n
+
+    def _read(self, f, into: memoryview) -> int:
+        """f.readinto(into); a stream that does not decompress is a UserError naming the file."""
+        try:
+            return f.readinto(into)
+        except Exception as exc:
+            if not isinstance(exc, _decompress_errors()):
+                raise
+            raise UserError(f"{self.path}: not valid {self.compression} data ({_reason(exc)}): the file is "
+                            "damaged or truncated; regenerate it") from None
+
+
+def _reason(exc: BaseException) -> str:
+    """A decompressor's error in one line (zlib's "Error -3 while decompressing data: ...")."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _unmap_pages(mm: mmap.mmap, start: int, end: int) -> int:

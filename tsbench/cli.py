@@ -245,16 +245,16 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
         _load_data(data, target_name, server, opts, topts, server_options, ports, keep_server, json_out,
                    quiet, workers, batch_size, processes)
         return
-    if gen is not None:
-        if datafile is None:             # generated into a temporary dir, removed after the load
-            import tempfile
-
-            scratch = tempfile.mkdtemp(prefix="tsbench-")
-            datafile = str(pathlib.Path(scratch) / f"data.{cls.format}")
-        _generate_for(gen, cls.format, datafile, quiet)
-    elif datafile is None:
+    if gen is None and datafile is None:
         raise UserError("load: give a DATAFILE or --generate KEY=VALUE,...")
     try:
+        if gen is not None:
+            if datafile is None:         # generated into a temporary dir, removed after the load or a failure
+                import tempfile
+
+                scratch = tempfile.mkdtemp(prefix="tsbench-")
+                datafile = str(pathlib.Path(scratch) / f"data.{cls.format}")
+            _generate_for(gen, cls.format, datafile, quiet)
         _load_file(datafile, target_name, server, opts, topts, server_options, ports, keep_server, json_out,
                    quiet, workers, batch_size, processes, check_data)
     finally:

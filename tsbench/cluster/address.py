@@ -1,12 +1,15 @@
 """`--cluster ADDRESS` (phases 2 and 4): `local:N` starts a Dask LocalCluster of N worker
-processes on this machine (one thread each, on 127.0.0.1, closed at the end);
+processes on this machine (one thread each, on 127.0.0.1, closed at the end; they start
+with SIGINT blocked, so a Ctrl-C reaches the driver alone, which stops them);
 `tcp://HOST:PORT` joins a running Dask scheduler and uses the workers it has."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import re
+import signal
 from dataclasses import dataclass
 
 from ..errors import UserError
@@ -39,7 +42,8 @@ def parse(text: str) -> Address:
 @contextlib.asynccontextmanager
 async def open_cluster(addr: Address):
     """An asynchronous dask.distributed Client with at least one worker; a LocalCluster
-    started for local:N is closed (its workers stopped) when the block ends."""
+    started for local:N is closed (its workers stopped) when the block ends. Both close to
+    the end even if a Ctrl-C comes meanwhile (one half-closed warns as it is collected)."""
     import dask
     from distributed import Client
 
@@ -48,17 +52,35 @@ async def open_cluster(addr: Address):
         if addr.local_workers:
             cluster = await _local(addr)
             try:
-                async with Client(cluster, asynchronous=True) as client:
+                client = await Client(cluster, asynchronous=True)
+                try:
                     await _wait_for_workers(client, addr)
                     yield client
+                finally:
+                    await to_the_end(client.close())
             finally:
-                await cluster.close()
+                await to_the_end(cluster.close())
         else:
             client = await _join(addr)
             try:
                 yield client
             finally:
-                await client.close()
+                await to_the_end(client.close())
+
+
+async def to_the_end(aw) -> None:
+    """Await aw (a close, bounded by its own timeout) to its end even if this task is
+    cancelled meanwhile (a Ctrl-C); the cancellation is raised after it."""
+    task = asyncio.ensure_future(aw)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    task.result()
 
 
 async def _local(addr: Address):
@@ -66,13 +88,33 @@ async def _local(addr: Address):
     from distributed import LocalCluster
 
     try:
-        return await LocalCluster(n_workers=addr.local_workers, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None, memory_limit=0,
-                                  silence_logs=logging.CRITICAL, asynchronous=True)
+        with sigint_blocked():      # the worker processes start with it blocked: Ctrl-C is the driver's alone
+            return await LocalCluster(n_workers=addr.local_workers, threads_per_worker=1, processes=True,
+                                      host="127.0.0.1", dashboard_address=None, memory_limit=0,
+                                      silence_logs=logging.CRITICAL, asynchronous=True)
     except Exception as exc:          # reported in one line; a half-started cluster closes itself
         cause = exc.__cause__ or exc
-        raise UserError(f"--cluster {addr.text}: the Dask worker processes did not start ({cause}; a script "
-                        "that starts tsbench needs `if __name__ == \"__main__\":`, as for multiprocessing)") from None
+        raise UserError(f"--cluster {addr.text}: the Dask worker processes did not start ({cause}): a cluster "
+                        "worker died while starting (killed, out of memory), or a script that starts tsbench lacks "
+                        "`if __name__ == \"__main__\":`, as multiprocessing needs") from None
+
+
+@contextlib.contextmanager
+def sigint_blocked():
+    """SIGINT blocked in this thread inside the block, so the processes started from it (the
+    worker processes, forked by threads it starts) inherit it blocked: a Ctrl-C at a terminal,
+    sent to the whole process group, reaches the driver only, which stops the slots and
+    closes the cluster; the workers print no traceback of their own. A Ctrl-C in the block
+    waits for its end. multiprocessing's resource tracker is started first: starting it
+    blocks and then unblocks SIGINT in the calling thread, which would end the block early."""
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 async def _join(addr: Address):

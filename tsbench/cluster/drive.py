@@ -3,9 +3,10 @@ its workers checked, each slot's share placed (a byte range of the file, or its 
 generated on its worker), one slot per worker submitted (pinned to it, never retried
 elsewhere), their live counters fed to the load's progress and stall watch, any
 slot's failure (its error, or its worker leaving the cluster) turned into the cell's
-failure with the worker's address and the cause within a second or two. On any way
-out before all slots finished (a failure, Ctrl-C), the stop event is set so every
-slot stops, bounded by STOP_WAIT_S, and what is left is cancelled."""
+failure with the worker's address and the cause within a second or two; a worker that
+dies while the driver waits for an answer (its facts, the live counters) is one line
+too. On any way out before all slots finished (a failure, Ctrl-C), the stop event is
+set so every slot stops, bounded by STOP_WAIT_S, and what is left is cancelled."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ ALIVE_S = 1.0            # how often it asks the scheduler which workers it has
 RPC_S = 30.0             # bound on one answer of the scheduler
 STOP_WAIT_S = 10.0       # bound on the slots' stopping once told to
 LEFT = "the worker left the cluster while it ran (its process ended or it lost its connection)"
+DIED = "a cluster worker died or its connection broke"
 
 
 class SlotFailed(LoadError):
@@ -69,10 +71,15 @@ async def maybe_cluster(text: str | None, target: str):
 
 
 async def _bounded(coro, what: str, where: str):
+    """An answer of the cluster within RPC_S; no answer, or a connection that broke on the way
+    (distributed's CommClosedError, an OSError: a worker process ended), is one line."""
     try:
         return await asyncio.wait_for(coro, RPC_S)
     except TimeoutError:
         raise UserError(f"--cluster {where}: no answer for {what} within {RPC_S:g} s") from None
+    except OSError as exc:
+        raise UserError(f"--cluster {where}: {DIED} while waiting for {what} ({type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())})") from None
 
 
 class Cluster:

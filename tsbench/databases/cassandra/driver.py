@@ -22,7 +22,8 @@ import socket
 import struct
 import time
 
-from cassandra import (OperationTimedOut, ReadTimeout, Unavailable, WriteTimeout)
+from cassandra import (OperationTimedOut, ReadFailure, ReadTimeout, Unavailable, UnresolvableContactPoints,
+                       WriteTimeout)
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
 from cassandra.connection import ConnectionException
 from cassandra.policies import ConstantReconnectionPolicy, RoundRobinPolicy
@@ -34,13 +35,15 @@ from ...errors import Fatal, Retryable, UserError
 CONNECT_TIMEOUT = 10.0
 NO_HOST_GRACE = 60.0          # seconds NoHostAvailable counts as a (re)starting server
 FETCH_SIZE = 5000
-ADMIN_RETRIES, ADMIN_PAUSE = 3, 2.0    # a DDL or count statement timed out: tried again, 3 times
+ADMIN_RETRIES, ADMIN_PAUSE = 3, 2.0    # a DDL or count statement pushed back (PUSH_BACK): tried again, 3 times
 
 # The driver logs every server warning and reconnection attempt; tsbench reports errors itself.
 logging.getLogger("cassandra").addHandler(logging.NullHandler())
 logging.getLogger("cassandra").propagate = False
 
-PUSH_BACK = (OverloadedErrorMessage, IsBootstrappingErrorMessage, WriteTimeout, ReadTimeout, Unavailable,
+# A replica that failed a read (ReadFailure, code 1300, "Replica(s) failed to execute read") is
+# taken as push-back too: a busy machine's count right after a load met it, and a retry read it.
+PUSH_BACK = (OverloadedErrorMessage, IsBootstrappingErrorMessage, WriteTimeout, ReadTimeout, ReadFailure, Unavailable,
              OperationTimedOut, ConnectionException)
 
 
@@ -220,11 +223,15 @@ async def connect(contacts: list[tuple[str, int]], request_timeout: float, what:
     """A Session on the cluster; UserError naming the URL if no contact point answers."""
     profile = ExecutionProfile(load_balancing_policy=RoundRobinPolicy(), request_timeout=request_timeout,
                                row_factory=tuple_factory)
-    cluster = Cluster(contact_points=contacts, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-                      connect_timeout=CONNECT_TIMEOUT, control_connection_timeout=CONNECT_TIMEOUT,
-                      reconnection_policy=ConstantReconnectionPolicy(0.5, max_attempts=None),
-                      schema_metadata_enabled=False, token_metadata_enabled=False,
-                      sockopts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])   # no Nagle delay per batch
+    try:
+        cluster = Cluster(contact_points=contacts, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+                          connect_timeout=CONNECT_TIMEOUT, control_connection_timeout=CONNECT_TIMEOUT,
+                          reconnection_policy=ConstantReconnectionPolicy(0.5, max_attempts=None),
+                          schema_metadata_enabled=False, token_metadata_enabled=False,
+                          sockopts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])   # no Nagle delay per batch
+    except UnresolvableContactPoints:
+        hosts = ", ".join(h for h, _ in contacts)
+        raise UserError(f"{what}: cannot connect: no address found for {hosts}") from None
     try:
         session = await asyncio.to_thread(cluster.connect)
     except Exception as exc:

@@ -38,7 +38,10 @@ stats() (value verification): per partition, for both schemas (stats.py).
 count(): values, exactly, for both schemas (the count unit is the class's):
 `SELECT count(*)` of the series tables, or the sum of `count("<field>")` (the
 non-null values) of each wide table, over slices of the token ring (each
-slice bounded: about COUNT_SLICE_VALUES values), a few in flight.
+slice bounded: about COUNT_SLICE_VALUES values), a few in flight; a slice
+pushed back (a timeout, or a replica's ReadFailure, as on a busy machine) is
+read again a few times (driver.Session.rows), then fails with the server's
+words, all within the load's stall bound.
 compact(): nodetool flush + compact over JMX (server.nodetool), untimed; the
 JMX port is the `jmx_port` option, else the local server tsbench started at
 this URL; with neither it is skipped, saying why. disk_bytes(): nodetool
@@ -71,6 +74,7 @@ from ...batches import csv_layout
 from ...errors import Fatal, UserError
 from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
 from ...queries.base import Answer
+from ...secrets import mask
 from .. import printable
 from ..server import local_state, say
 from ..stats import FieldMerge
@@ -103,17 +107,28 @@ with warnings.catch_warnings():      # the option is named `schema`, like BaseMo
 
 
 def parse_url(url: str | None) -> list[tuple[str, int]]:
-    """cassandra://host:port[,host2:port2] -> [(host, port), ...]."""
+    """cassandra://host:port[,host2:port2] -> [(host, port), ...]. A user or password, a
+    path or a query are refused in one line (the password never in it): tsbench connects
+    without authentication, and the keyspace is an option."""
     if not url:
         raise UserError("target cassandra: needs a server: --server local or --server cassandra://HOST:9042")
     parts = urlsplit(url)
     if parts.scheme != "cassandra" or not parts.netloc:
-        raise UserError(f"target cassandra: {url}: not a cassandra://host:port[,host:port] URL")
+        raise UserError(f"target cassandra: {mask(url)}: not a cassandra://host:port[,host:port] URL")
+    if "@" in parts.netloc:
+        hosts = parts.netloc.rpartition("@")[2]
+        raise UserError(f"target cassandra: cassandra://{hosts}: a user or password in the URL is not "
+                        "supported (tsbench connects to Cassandra without authentication)")
+    if parts.path.strip("/") or parts.query or parts.fragment:
+        raise UserError(f"target cassandra: {mask(url)}: give only cassandra://host:port[,host:port] "
+                        "(the keyspace is an option: -O keyspace=NAME)")
     out = []
     for hp in parts.netloc.split(","):
         host, _, port = hp.rpartition(":")
         if not host or not port.isdigit():
             host, port = hp, "9042"
+        if not 0 < int(port) < 65536:
+            raise UserError(f"target cassandra: {url}: port {port} is not a TCP port (1 to 65535)")
         out.append((host.strip("[]"), int(port)))
     return out
 

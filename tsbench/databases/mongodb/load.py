@@ -49,8 +49,9 @@ Layouts: `point` (one document per record, as the seed loaded BSON),
 and `timeseries` (the point documents in a native time-series collection,
 timeField "time", metaField "tags", MongoDB 5+).
 
-Options: database, layout, write_concern (w: a number or "majority"), journal,
-timeout (seconds, per operation)."""
+Options: database, layout, write_concern (w: a number of members, 0 to 50 (a replica
+set's most), or "majority"), journal (not with write_concern=0), timeout (seconds, per
+operation). All are checked by the options model before anything starts."""
 
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ from typing import Literal
 import pymongo
 from bson import json_util
 from bson.raw_bson import RawBSONDocument
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pymongo import AsyncMongoClient, UpdateOne, WriteConcern
 from pymongo.errors import BulkWriteError, ConnectionFailure, OperationFailure, PyMongoError
 
@@ -83,6 +84,7 @@ CONNECT_TIMEOUT_MS = 10_000
 EVENTS_NAME = EVENTS.encode()
 DUPLICATE_KEY = 11000
 RACE_RETRIES = 5       # rounds of re-sending the upserts that lost a race to make their bucket
+MAX_MEMBERS = 50       # members of a replica set, at most: the largest w that can be met
 
 
 class MongoOptions(BaseModel):
@@ -92,6 +94,19 @@ class MongoOptions(BaseModel):
     write_concern: int | Literal["majority"] = 1     # w
     journal: bool | None = None                      # j
     timeout: float = Field(60.0, gt=0)               # seconds, per operation
+
+    @field_validator("write_concern")
+    @classmethod
+    def _a_number_of_members(cls, w):
+        if isinstance(w, int) and not 0 <= w <= MAX_MEMBERS:
+            raise ValueError(f"a number of members from 0 to {MAX_MEMBERS}, or majority; got {w}")
+        return w
+
+    @model_validator(mode="after")
+    def _journal_needs_an_acknowledgement(self):
+        if self.write_concern == 0 and self.journal:
+            raise ValueError("journal=true needs an acknowledged write (write_concern of 1 or more, or majority)")
+        return self
 
 
 def write_error(what: str, exc: PyMongoError, n: int, noun: str) -> Exception:
