@@ -17,6 +17,7 @@ import pathlib
 
 from . import secrets
 from .errors import UserError
+from .outfile import write_text
 
 TABLES = ("cells", "load", "queries", "resources", "stream")
 
@@ -513,9 +514,5 @@ def text_summary(run_dir: str | pathlib.Path) -> str:
 def write_report(run_dir: str | pathlib.Path, out: str | pathlib.Path | None = None) -> pathlib.Path:
     path = pathlib.Path(out) if out else pathlib.Path(run_dir) / "report.html"
     html = render(run_dir)
-    try:
-        path.write_text(html)
-    except OSError as exc:
-        raise UserError(f"{'--output' if out else 'report'}: cannot write {str(path)!r}: {exc.strerror or exc}") \
-            from None
+    write_text(path, "--output" if out else "report", html)
     return path
