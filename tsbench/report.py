@@ -18,6 +18,7 @@ import pathlib
 from . import secrets
 from .errors import UserError
 from .outfile import write_text
+from .runcheck import check_manifest, check_tables
 
 TABLES = ("cells", "load", "queries", "resources", "stream")
 
@@ -34,6 +35,7 @@ def read_run(run_dir: str | pathlib.Path) -> tuple[dict, dict]:
     for name in TABLES:
         p = d / f"{name}.parquet"
         frames[name] = _masked(_parquet(p)) if p.is_file() else pd.DataFrame()
+    check_tables(d, frames)             # no cells, no queries where queries ran, or not tsbench's tables: an error
     cells = frames["cells"]
     if not cells.empty:                  # what sets a cell apart, for labels: its knobs (and dataset)
         several = cells["dataset"].nunique() > 1
@@ -56,8 +58,7 @@ def _manifest(p: pathlib.Path) -> dict:
         manifest = json.loads(p.read_text())
     except (OSError, ValueError) as exc:
         raise UserError(f"{p}: not a readable run manifest ({exc})") from None
-    if not isinstance(manifest, dict):
-        raise UserError(f"{p}: not a run manifest (a JSON object)")
+    check_manifest(p, manifest)
     return manifest
 
 
