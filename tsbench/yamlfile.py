@@ -72,7 +72,10 @@ def _check_aliases(root: yaml.Node, path) -> None:
 def parse(text: str, path: str | pathlib.Path) -> tuple[Any, yaml.Node | None]:
     """The data and the node tree (for line numbers) of a YAML text; bad YAML or a
     duplicate key is one UserError `PATH:LINE: ...`."""
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)          # it refuses a control character already
+    except yaml.YAMLError as exc:
+        raise yaml_error(path, exc) from None
     try:
         node = loader.get_single_node()
         if node is not None:

@@ -160,7 +160,7 @@ def read_queries(path: str | pathlib.Path) -> tuple[dict, list[QuerySpec]]:
         if head.get("tsbench_queries") != FORMAT_VERSION:
             raise ValueError("not a tsbench queries file")
         specs = [QuerySpec.from_dict(json.loads(x)) for x in lines[1:] if x.strip()]
-    except (ValueError, KeyError, IndexError) as exc:
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, OverflowError) as exc:   # JSON of another shape
         raise UserError(f"{p}: not a tsbench queries file ({exc})") from None
     if not specs:
         raise UserError(f"{p}: the queries file holds no query")
