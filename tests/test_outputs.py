@@ -176,3 +176,17 @@ def test_run_results_on_a_device_is_one_line(capsys, w, tmp_path):
     code, err = call(capsys, "run", str(w / "exp.yaml"), "--results", str(dev), "-q")
     assert_one_line(code, err, "--results: cannot")
     assert stat.S_ISCHR(dev.lstat().st_mode) and dev.lstat().st_rdev == DEV_FULL
+
+
+def test_dev_stdout_is_stdout_as_it_is(tmp_path):
+    """-o /dev/stdout with stdout appending to a file: the file grows, nothing replaces it."""
+    import sys
+
+    out = tmp_path / "log"
+    out.write_bytes(OLD)
+    with open(out, "ab") as f:
+        p = subprocess.run([sys.executable, "-m", "tsbench", *GEN, "-o", "/dev/stdout"], stdout=f,
+                           stderr=subprocess.PIPE, timeout=120)
+    assert p.returncode == 0, p.stderr
+    data = out.read_bytes()
+    assert data.startswith(OLD) and data[len(OLD):].startswith(b"cpu,") and data.endswith(b"\n")

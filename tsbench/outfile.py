@@ -7,8 +7,8 @@ One rule for all of them: a failed write never removes or truncates what was at 
 path. A regular file (or no file yet) is written to a temporary file beside it, renamed
 over it only once every byte is written; on failure the temporary file is removed and
 the path holds what it held. Anything else that exists there (a device such as
-/dev/null, a FIFO) and `-` (stdout) are written in place: opened without truncating,
-never removed. A failure is a UserError naming the option and the path."""
+/dev/null, a FIFO) is written in place: opened without truncating, never removed; `-`
+and /dev/stdout are the process's stdout as it is. A failure is a UserError naming the option and the path."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ import sys
 import tempfile
 
 from .errors import UserError
+
+
+STDOUT = ("-", "/dev/stdout")     # written to file descriptor 1 as it is (a file opened to append stays so)
 
 
 def _umask() -> int:
@@ -35,7 +38,7 @@ class OutputFile:
     def __init__(self, path: str | os.PathLike, option: str):
         self.path, self.option = str(path), option
         self.tmp: str | None = None        # the temporary file beside a regular one, renamed at commit()
-        self.stdout = self.path == "-"
+        self.stdout = self.path in STDOUT
         try:
             if self.stdout:
                 self.file = sys.stdout.buffer
@@ -130,7 +133,7 @@ def write_text(path: str | os.PathLike, option: str, text: str) -> None:
 def problem(path: str) -> str | None:
     """Why path cannot be written (said before any work), or None. A regular file needs
     its folder writable too: it is replaced by a file written beside it."""
-    if path == "-":
+    if path in STDOUT:
         return None
     p = pathlib.Path(path)
     if p.is_dir():
