@@ -13,7 +13,7 @@ import pytest
 from properties import PROPERTIES, check
 
 SECONDS = float(os.environ.get("TSBENCH_FUZZ_SECONDS", "90"))
-BATCH = 200          # examples a hypothesis run; a new run draws new ones
+BATCH = 50           # examples a hypothesis run (a new run draws new ones): the most a property overruns its share
 
 
 @pytest.mark.parametrize("name", PROPERTIES)
