@@ -17,18 +17,11 @@ import os
 import pathlib
 import stat
 import sys
-import tempfile
 
 from .errors import UserError
 
 
 STDOUT = ("-", "/dev/stdout")     # written to file descriptor 1 as it is (a file opened to append stays so)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 class OutputFile:
@@ -56,14 +49,13 @@ class OutputFile:
 
     def _open_beside(self):
         target = pathlib.Path(os.path.realpath(self.path))      # a symlink stays and its file is replaced
-        try:
-            mode = stat.S_IMODE(target.stat().st_mode)
-        except FileNotFoundError:
-            mode = 0o666 & ~_umask()
-        fd, self.tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         self.target = str(target)
+        tmp = str(target.with_name(f".{target.name[:200]}.{os.urandom(6).hex()}.tmp"))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)    # the umask applies
+        self.tmp = tmp
         try:
-            os.fchmod(fd, mode)
+            with contextlib.suppress(FileNotFoundError):
+                os.fchmod(fd, stat.S_IMODE(os.stat(target).st_mode))       # an existing file's mode kept
             return open(fd, "wb")
         except BaseException:
             os.close(fd)
