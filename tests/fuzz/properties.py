@@ -214,15 +214,21 @@ def experiment_text(draw) -> str:
     return yaml.safe_dump(exp)
 
 
-@strategies(text=experiment_text())
-def experiment_reader(text):
-    """An experiment file is read into an experiment with its cells, or refused with a UserError."""
+KEYS = st.sampled_from(["name", "datasets.d.scale", "datasets.d", "matrix.load.workers", "targets.a.target",
+                        "targets", "phases", "load.workers", "queries.count", "description", "x.y", "matrix"])
+OVERRIDES = st.lists(st.builds("{}={}".format, KEYS | st.text(max_size=12), st.text(max_size=24)), max_size=2)
+
+
+@strategies(text=experiment_text(), overrides=OVERRIDES)
+def experiment_reader(text, overrides):
+    """An experiment file (with `run --set` items) is read into an experiment with its
+    cells, or refused with a UserError."""
     from tsbench.experiment import load_experiment
 
     p = SCRATCH / "fuzz.yaml"
     p.write_text(text)
     try:
-        exp = load_experiment(p)
+        exp = load_experiment(p, tuple(overrides))
     except UserError:
         return
     assert exp.cells and exp.phases
