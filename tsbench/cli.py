@@ -54,8 +54,9 @@ def _writable(ctx, param, value):
     """Click callback: an output file that cannot be written fails before any work."""
     from .outfile import problem
 
-    if value is not None and problem(value):
-        raise click.BadParameter(problem(value), ctx, param)
+    why = problem(value) if value is not None else None
+    if why:
+        raise click.BadParameter(why, ctx, param)
     return value
 
 
