@@ -16,6 +16,9 @@ def test_fuzz_property_holds_for_a_few_examples(name):
 # what the fuzz target found, each fixed: (file name, text, needle of the one-line error)
 FOUND = [
     ("exp.yaml", "\x1f", "not valid YAML (unacceptable character #x001f"),      # yaml's reader error, two lines
+    ("exp.yaml", "?\n", "name: Field required"),                                # a key that is null
+    ("exp.yaml", "name: x\n1: 2\ndatasets: {d: {}}\ntargets: {a: {target: duckdb}}\n",
+     "1: Keys should be strings"),                                                # a key that is a number
     ("q.jsonl", "null\n{}\n", "not a tsbench queries file"),                     # a head that is not an object
     ("q.jsonl", '{"tsbench_queries": 1}\nnull\n', "not a tsbench queries file"),  # a query that is not an object
     ("q.jsonl", '{"tsbench_queries": 1}\n[1]\n', "not a tsbench queries file"),

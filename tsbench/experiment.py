@@ -337,7 +337,7 @@ def apply_override(data: dict, item: str) -> None:
 def _validate(p: pathlib.Path, data: dict, lines: dict) -> Experiment:
     """The file's data as an Experiment, or one line naming the first bad field."""
     try:
-        return Experiment(**data)
+        return Experiment.model_validate(data)
     except ValidationError as exc:
         e = exc.errors()[0]
         loc = tuple(e["loc"])
