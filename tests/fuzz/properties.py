@@ -11,10 +11,12 @@ normal suite: a few; tests/fuzz/fuzz_readers.py: as many as fit in its time)."""
 
 from __future__ import annotations
 
+import atexit
 import functools
 import gzip
 import json
 import pathlib
+import shutil
 import tempfile
 
 import yaml
@@ -25,6 +27,7 @@ from tsbench.errors import UserError
 
 END = "2016-01-01T00:10:00Z"
 SCRATCH = pathlib.Path(tempfile.mkdtemp(prefix="tsbench-fuzz-"))
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 
 # ---- inputs -------------------------------------------------------------------------------------
 
