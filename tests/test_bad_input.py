@@ -83,8 +83,9 @@ def _damaged_gzip(ds, d: pathlib.Path) -> None:
 def _run_dirs(d: pathlib.Path) -> None:
     import pandas as pd
 
-    for name, manifest in (("badjson", "{"), ("listjson", "[]"), ("trunc", "{}"), ("garbage", "{}"),
-                           ("zero", "{}")):
+    good = '{"experiment": "x", "run_id": "1"}'
+    for name, manifest in (("badjson", "{"), ("listjson", "[]"), ("trunc", good), ("garbage", good),
+                           ("zero", good)):
         (d / name).mkdir()
         (d / name / "manifest.json").write_text(manifest)
     pd.DataFrame({"cell": [0], "status": ["ok"]}).to_parquet(d / "trunc" / "cells.parquet")

@@ -52,17 +52,11 @@ POSITIVE = _Finite(min=0, min_open=True)
 
 def _writable(ctx, param, value):
     """Click callback: an output file that cannot be written fails before any work."""
+    from .outfile import problem
 
-    if value is None or value == "-":
-        return value
-    p = pathlib.Path(value)
-    parent = p.parent
-    if p.is_dir():
-        raise click.BadParameter(f"{value} is a directory, not a file", ctx, param)
-    if not parent.is_dir():
-        raise click.BadParameter(f"cannot write {value}: no such directory {str(parent)!r}", ctx, param)
-    if not os.access(p if p.exists() else parent, os.W_OK):
-        raise click.BadParameter(f"cannot write {value}: permission denied", ctx, param)
+    why = problem(value) if value is not None else None
+    if why:
+        raise click.BadParameter(why, ctx, param)
     return value
 
 
@@ -324,10 +318,9 @@ def _generate_for(gen: str, fmt: str, datafile: str, quiet: bool) -> None:
 def _write_json(path: str, data: dict, indent: int = 2) -> None:
     import json
 
-    try:
-        pathlib.Path(path).write_text(json.dumps(secrets.mask_deep(data), indent=indent) + "\n")
-    except OSError as exc:
-        raise UserError(f"--json: cannot write {path!r}: {exc.strerror or exc}") from None
+    from .outfile import write_text
+
+    write_text(path, "--json", json.dumps(secrets.mask_deep(data), indent=indent) + "\n")
 
 
 def _print_load(s: dict, srv) -> None:
@@ -532,13 +525,13 @@ def _write_seconds(path: str, res) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from .outfile import OutputFile
+
     rows = res.seconds_rows()
     names = list(dict.fromkeys(k for r in rows for k in r))          # every column, each row's missing ones null
     rows = [{k: r.get(k) for k in names} for r in rows]
-    try:
-        pq.write_table(pa.Table.from_pylist(rows), path)
-    except OSError as exc:
-        raise UserError(f"--seconds: cannot write {path!r}: {exc.strerror or exc}") from None
+    with OutputFile(path, "--seconds") as f:      # a file object: pyarrow removes a path it failed to write
+        pq.write_table(pa.Table.from_pylist(rows), f)
 
 
 def _print_stream(s: dict, opts) -> None:
@@ -865,8 +858,9 @@ def report(run_dir, output) -> None:
     validation verdicts. Prints the cells' summary table."""
     from .report import text_summary, write_report
 
+    written = write_report(run_dir, output)       # first: a failure is its one line alone
     click.echo(text_summary(run_dir), err=True)
-    click.echo(f"report: {write_report(run_dir, output)}", err=True)
+    click.echo(f"report: {written}", err=True)
 
 
 @cli.command("targets")
@@ -974,7 +968,7 @@ def servers_list() -> None:
 @click.option("--option", "-O", "options", multiple=True, metavar="KEY=VALUE",
               help="Target option, repeatable, as given to load (database, schema, tags ...).")
 @click.option("--check-data", is_flag=True, help="Check the data file's sha256 against its manifest first.")
-@click.option("--json", "json_out", default=None, help="Write the per-table figures here.")
+@click.option("--json", "json_out", default=None, callback=_writable, help="Write the per-table figures here.")
 def verify_cmd(datafile, target_name, server, options, check_data, json_out) -> int:
     """Recount what a database holds against the data file it was loaded from, per
     table: exit 0 if every table holds exactly what the file has, 1 if any differs.

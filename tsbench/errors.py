@@ -15,7 +15,8 @@ def yaml_error(path, exc: Exception) -> UserError:
     mark = getattr(exc, "problem_mark", None)
     where = f":{mark.line + 1}" if mark else ""
     at = f", line {mark.line + 1} column {mark.column + 1}" if mark else ""
-    return UserError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', None) or exc}{at})")
+    problem = " ".join(str(getattr(exc, "problem", None) or exc).split())    # a reader's error spans lines
+    return UserError(f"{path}{where}: not valid YAML ({problem}{at})")
 
 
 class LoadError(UserError):

@@ -232,11 +232,11 @@ class Experiment(_Strict):
     query_cells: list[dict[str, Any]] = []
     repetitions: int = Field(1, ge=1)
 
-    @field_validator("datasets", "targets")
+    @field_validator("datasets", "targets", "phases")
     @classmethod
-    def _not_empty(cls, v: dict) -> dict:
+    def _not_empty(cls, v: dict | list) -> dict | list:
         if not v:
-            raise ValueError("declare at least one")
+            raise ValueError("declare at least one")     # no phase: a cell doing nothing, reported ok
         return v
 
     @field_validator("phases")
@@ -337,7 +337,7 @@ def apply_override(data: dict, item: str) -> None:
 def _validate(p: pathlib.Path, data: dict, lines: dict) -> Experiment:
     """The file's data as an Experiment, or one line naming the first bad field."""
     try:
-        return Experiment(**data)
+        return Experiment.model_validate(data)
     except ValidationError as exc:
         e = exc.errors()[0]
         loc = tuple(e["loc"])

@@ -28,7 +28,6 @@ import mmap
 import os
 import pathlib
 import resource
-import stat
 import sys
 import time
 from collections import deque
@@ -39,6 +38,7 @@ from . import __version__
 from .dataset import Dataset
 from .errors import UserError
 from .native import FORMATS, MERGE_DONE, MERGE_NEED, Merger, Simulator
+from .outfile import OutputFile, write_text
 from .simmemory import Budget, summary as memory_summary
 
 BUF_BYTES = 1 << 20       # one fill's buffer: within a 2 MB L2 cache beside the simulator's tables, and
@@ -80,16 +80,11 @@ class Sink:
 
     def __init__(self, path: str, compression: str):
         self.path = path
-        self.to_stdout = path == "-"
-        if self.to_stdout:
-            self.raw = sys.stdout.buffer
-        else:
-            try:
-                self.raw = open(path, "wb")
-            except OSError as exc:
-                raise UserError(f"--output: cannot write {path!r}: {exc.strerror}") from None
+        self.out = OutputFile(path, "--output")     # a regular file: written beside, renamed at close()
+        self.to_stdout = self.out.stdout
+        self.raw = self.out.file
         self.fd = _fileno(self.raw)
-        self.regular = not self.to_stdout and stat.S_ISREG(os.fstat(self.fd).st_mode)
+        self.regular = self.out.regular
         self.sha = hashlib.sha256() if self.regular else None
         self.file_bytes = 0
         self.data_bytes = 0
@@ -161,27 +156,24 @@ class Sink:
         return n
 
     def close(self) -> None:
+        """The compressed stream ended and the output put in place (a regular file renamed
+        over the path); a failure leaves the path as it was."""
         try:
             if self._z is not None:
-                self._z.close()   # ends the gzip member / zstd frame; the file itself is closed below
-            self.raw.flush()
-        except BrokenPipeError:
+                self._z.close()   # ends the gzip member / zstd frame
+        except BaseException:
+            self.abort()
             raise
-        except OSError as exc:
-            if not self.failed:
-                raise self._error(exc) from None
-        finally:
-            if not self.to_stdout:
-                try:
-                    self.raw.close()
-                except OSError:
-                    pass               # the flush above said why
+        self.out.commit()
+
+    def abort(self) -> None:
+        """Stop writing; the path keeps what it held (a temporary file is removed)."""
+        self.out.abort()
 
     def _error(self, exc: OSError) -> UserError:
         """A failed write (a full disk, /dev/full, an I/O error) as one line naming the output."""
         self.failed = True
-        where = "stdout" if self.to_stdout else repr(self.path)
-        return UserError(f"--output: cannot write {where}: {exc.strerror or exc}")
+        return self.out.error(exc)
 
 
 def _fileno(raw) -> int | None:
@@ -451,9 +443,12 @@ def generate_file(ds: Dataset, fmt: str, path: str, compression: str, group: int
             tot = _run_single(ds, fmt, lo, hi, sink, progress, budget)
         else:
             tot = _run_parallel(ds, fmt, lo, hi, processes, sink, progress, budget)
+    except BaseException:
+        sink.abort()
+        raise
     finally:
         progress.close()
-        sink.close()
+    sink.close()
     elapsed, cpu = time.perf_counter() - t0, _cpu_seconds() - c0
     manifest = {
         "tsbench": __version__,
@@ -472,7 +467,7 @@ def generate_file(ds: Dataset, fmt: str, path: str, compression: str, group: int
                    "memory": memory_summary(tot.memory, budget)},
     }
     if sink.regular:
-        pathlib.Path(path + ".manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        write_text(path + ".manifest.json", "--output", json.dumps(manifest, indent=2) + "\n")
     return manifest
 
 

@@ -17,6 +17,8 @@ import pathlib
 
 from . import secrets
 from .errors import UserError
+from .outfile import write_text
+from .runcheck import check_manifest, check_tables
 
 TABLES = ("cells", "load", "queries", "resources", "stream")
 
@@ -33,6 +35,7 @@ def read_run(run_dir: str | pathlib.Path) -> tuple[dict, dict]:
     for name in TABLES:
         p = d / f"{name}.parquet"
         frames[name] = _masked(_parquet(p)) if p.is_file() else pd.DataFrame()
+    check_tables(d, frames)             # no cells, no queries where queries ran, or not tsbench's tables: an error
     cells = frames["cells"]
     if not cells.empty:                  # what sets a cell apart, for labels: its knobs (and dataset)
         several = cells["dataset"].nunique() > 1
@@ -55,8 +58,7 @@ def _manifest(p: pathlib.Path) -> dict:
         manifest = json.loads(p.read_text())
     except (OSError, ValueError) as exc:
         raise UserError(f"{p}: not a readable run manifest ({exc})") from None
-    if not isinstance(manifest, dict):
-        raise UserError(f"{p}: not a run manifest (a JSON object)")
+    check_manifest(p, manifest)
     return manifest
 
 
@@ -513,9 +515,5 @@ def text_summary(run_dir: str | pathlib.Path) -> str:
 def write_report(run_dir: str | pathlib.Path, out: str | pathlib.Path | None = None) -> pathlib.Path:
     path = pathlib.Path(out) if out else pathlib.Path(run_dir) / "report.html"
     html = render(run_dir)
-    try:
-        path.write_text(html)
-    except OSError as exc:
-        raise UserError(f"{'--output' if out else 'report'}: cannot write {str(path)!r}: {exc.strerror or exc}") \
-            from None
+    write_text(path, "--output" if out else "report", html)
     return path

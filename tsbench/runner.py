@@ -32,6 +32,7 @@ from .experiment import Cell, Experiment, cells, describe_cell
 from .load import LoadError, LoadOptions, LoadResult
 from .hostfacts import host_facts
 from .monitor import ResourceMonitor
+from .outfile import OutputFile, write_text
 
 
 def _dataset_key(decl: dict, fmt: str) -> str:
@@ -156,8 +157,11 @@ class Runner:
         """Every cell in turn, the results rewritten as each ends; SIGINT and SIGTERM stop
         the run alike (servers stopped, finished cells kept, the current one interrupted)."""
         all_cells = cells(self.exp)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        for d in (self.dir, self.data_dir):
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise UserError(f"--results: cannot make the folder {str(d)!r}: {exc.strerror or exc}") from None
         self._write()                           # a readable run folder from the start
         with signals.as_interrupt() as caught:
             try:
@@ -392,9 +396,8 @@ class Runner:
             keys = sorted({k for r in rows for k in r}, key=lambda k: (k != "cell", k))
             table = pa.Table.from_pylist([secrets.mask_deep({k: r.get(k) for k in keys}) for r in rows]) \
                 if rows else pa.table({})
-            tmp = self.dir / f".{name}.parquet.tmp"
-            pq.write_table(table, tmp)
-            os.replace(tmp, self.dir / f"{name}.parquet")      # never a half-written table
+            with OutputFile(self.dir / f"{name}.parquet", "--results") as f:     # never a half-written table
+                pq.write_table(table, f)
         manifest = {"experiment": self.exp.name, "run_id": self.run_id, "config": self.exp.model_dump(),
                     "overrides": self.exp._overrides,
                     "tsbench": __version__, "git_revision": _git_revision(), "host": host_facts(),
@@ -404,6 +407,4 @@ class Runner:
                     "status": {s: sum(r["status"] == s for r in self.cell_rows)
                                for s in ("ok", "failed", "interrupted")},
                     "interrupted_by": self.interrupted or None}
-        tmp = self.dir / ".manifest.json.tmp"
-        tmp.write_text(json.dumps(secrets.mask_deep(manifest), indent=2) + "\n")
-        os.replace(tmp, self.dir / "manifest.json")
+        write_text(self.dir / "manifest.json", "--results", json.dumps(secrets.mask_deep(manifest), indent=2) + "\n")

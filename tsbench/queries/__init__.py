@@ -142,13 +142,9 @@ def write_queries(path: str | pathlib.Path, ds: Dataset, seed: int, specs: list[
         head["allow_empty"] = allow_empty
     if not specs:
         raise UserError(f"{path}: no queries to write: an empty queries file is refused")
-    try:
-        with open(path, "w") as f:
-            f.write(json.dumps(head) + "\n")
-            for s in specs:
-                f.write(json.dumps(s.to_dict()) + "\n")
-    except OSError as exc:
-        raise UserError(f"--output: cannot write {str(path)!r}: {exc.strerror or exc}") from None
+    from ..outfile import write_text
+
+    write_text(path, "--output", "".join(json.dumps(x) + "\n" for x in [head] + [s.to_dict() for s in specs]))
 
 
 def read_queries(path: str | pathlib.Path) -> tuple[dict, list[QuerySpec]]:
@@ -164,7 +160,7 @@ def read_queries(path: str | pathlib.Path) -> tuple[dict, list[QuerySpec]]:
         if head.get("tsbench_queries") != FORMAT_VERSION:
             raise ValueError("not a tsbench queries file")
         specs = [QuerySpec.from_dict(json.loads(x)) for x in lines[1:] if x.strip()]
-    except (ValueError, KeyError, IndexError) as exc:
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, OverflowError) as exc:   # JSON of another shape
         raise UserError(f"{p}: not a tsbench queries file ({exc})") from None
     if not specs:
         raise UserError(f"{p}: the queries file holds no query")
