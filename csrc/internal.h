@@ -164,6 +164,10 @@ struct ts_sim {
     uint32_t *csv_head;               /* per series: offset, length in item_text of "measurement," */
     double *scratch;                  /* max_series_fields */
     char *pfx_scratch;                /* one uncached tag part */
+    /* value statistics (ts_sim_set_stats), the caller's; stats NULL: none kept */
+    ts_field_stats *stats;
+    uint8_t *seen;                    /* per (local entity, series): 1 once it has a record */
+    int64_t *series_seen;             /* per series: streams with a record */
 };
 
 /* helpers shared with the serializers */

@@ -780,6 +780,59 @@ static int emit_text(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch,
     return 1;
 }
 
+/* add one record's written values to the statistics (ts_sim_set_stats): an integer
+ * as the text formats write it, truncated; a float into a compensated sum (TwoSum) */
+static __attribute__((noinline)) void add_stats(ts_sim *sim, int64_t el, int32_t s, const double *vals,
+                                                int32_t null_field)
+{
+    const ts_series *se = &sim->series[s];
+    size_t slot = (size_t)el * (size_t)sim->n_series + (size_t)s;
+    if (!sim->seen[slot]) {
+        sim->seen[slot] = 1;
+        sim->series_seen[s]++;
+    }
+    for (int32_t f = 0; f < se->n_fields; f++) {
+        const ts_field *fd = &sim->fields[se->first_field + f];
+        if (fd->hidden || f == null_field) continue;
+        ts_field_stats *st = &sim->stats[se->first_field + f];
+        double v = vals[f];
+        if (fd->type == TS_TYPE_INT) {
+            int64_t x = (int64_t)v;
+            __int128 acc = ((__int128)st->isum_hi << 64 | st->isum_lo) + x;
+            st->isum_lo = (uint64_t)acc;
+            st->isum_hi = (int64_t)(acc >> 64);
+            v = (double)x;
+        } else {
+            double t = st->sum + v, z = t - st->sum;
+            st->comp += (st->sum - (t - z)) + (v - z);
+            st->sum = t;
+        }
+        st->sum_abs += fabs(v);
+        if (st->count++ == 0) {
+            st->min = st->max = v;
+        } else {
+            if (v < st->min) st->min = v;
+            if (v > st->max) st->max = v;
+        }
+    }
+}
+
+int32_t ts_sim_set_stats(ts_sim *sim, ts_field_stats *fields, int32_t n_fields, uint8_t *seen,
+                         uint64_t seen_cap, int64_t *series, int32_t n_series)
+{
+    if (!sim) return TS_ERR_ARG;
+    if (!fields) {
+        sim->stats = NULL;
+        return TS_OK;
+    }
+    if (n_fields != sim->n_fields || n_series != sim->n_series || !series || !seen ||
+        seen_cap / (uint64_t)sim->n_series < (uint64_t)sim->n_entities) return TS_ERR_ARG;
+    sim->stats = fields;
+    sim->seen = seen;
+    sim->series_seen = series;
+    return TS_OK;
+}
+
 /* write one record (as text, as columns, or only counted: ts_sim_simulate); 0 when
  * it does not fit */
 static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, const double *vals,
@@ -791,6 +844,7 @@ static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, cons
     } else if (k->cols) {
         emit_columns(sim, k, el, s, epoch, vals, null_field, null_tag);
     }
+    if (sim->stats) add_stats(sim, el, s, vals, null_field);
     k->res->rows++;
     k->res->values += sim->visible[s] - (null_field >= 0);
     return 1;
