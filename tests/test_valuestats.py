@@ -98,3 +98,32 @@ def test_stats_are_the_same_for_csv_processes_and_one_simulator_pass(tmp_path, m
     assert m["timing"]["processes"] == 3
     for other in (m["stats"], stats_of(ds, 0, ds.entities)):
         _assert_match(other, base)
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip"])
+def test_first_changed_line_names_the_edited_line(tmp_path, compression):
+    """A byte changed past the first buffers (1 MB each) is named FILE:LINE:COLUMN; the
+    file as generated has no changed line."""
+    from tsbench.datacheck import first_changed_line
+
+    ds = resolve(DatasetSpec(use_case="devops", scale=3, start="2016-01-01T00:00:00Z", end="2016-01-01T02:00:00Z",
+                             interval="10s", seed=7, params={}, schema_file=None))
+    path = tmp_path / ("f.lp.gz" if compression == "gzip" else "f.lp")
+    generate(ds, "influx", str(path), show_progress=False)
+    assert first_changed_line(open_datafile(path)) is None
+    import gzip
+
+    data = gzip.decompress(path.read_bytes()) if compression == "gzip" else path.read_bytes()
+    assert len(data) > 3 << 20
+    lines = data.split(b"\n")
+    n = len(lines) * 2 // 3
+    col = lines[n].index(b"=") + 1
+    lines[n] = lines[n][:col] + b"x" + lines[n][col + 1:]
+    data = b"\n".join(lines)
+    path.write_bytes(gzip.compress(data) if compression == "gzip" else data)
+    manifest = tmp_path / (path.name + ".manifest.json")
+    m = json.loads(manifest.read_text())
+    m["file_bytes"] = path.stat().st_size
+    manifest.write_text(json.dumps(m))
+    note = first_changed_line(open_datafile(path))
+    assert note.startswith(f"{path}:{n + 1}:{col + 1}: differs from what its dataset generates: "), note

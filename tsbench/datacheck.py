@@ -18,13 +18,13 @@ EXCERPT = 120          # characters of the changed line shown
 
 
 def first_changed_line(df: DataFile) -> str | None:
-    """"FILE:LINE: ..." naming the first line that differs from what the dataset
+    """"FILE:LINE:COLUMN: ..." naming the first line that differs from what the dataset
     generates (or where the file ends early or runs on), or None when it is the same."""
     ds = df.dataset
     lo, hi = df.manifest.get("entities") or (0, ds.entities)
     sim = Simulator(ds.compiled, ds.spec.seed, lo, hi, ds.start_ns, ds.interval_ns, ds.epochs, cache=df.format)
     buf = bytearray(max(BUF_BYTES, 2 * sim.record_bound(df.format)))
-    lines, offset, tail = 0, 0, b""        # lines and bytes before this buffer, the last partial line
+    lines, tail = 0, b""        # lines before this buffer, its last partial line
     with _open_stream(pathlib.Path(df.path), df.compression) as f:
         while True:
             r = sim.fill(df.format, buf)
@@ -34,7 +34,6 @@ def first_changed_line(df: DataFile) -> str | None:
                 at = next((i for i, (a, b) in enumerate(zip(read, made)) if a != b), min(len(read), len(made)))
                 return _name(df.path, lines + made.count(b"\n", 0, at) + 1, tail, read, at, f)
             lines += made.count(b"\n")
-            offset += len(made)
             tail = made[made.rfind(b"\n") + 1:]
             if r.done:
                 extra = f.read(1)
@@ -52,13 +51,17 @@ def _read_exactly(f, n: int) -> bytes:
 
 
 def _name(path, line: int, tail: bytes, read: bytes, at: int, f) -> str:
-    """The changed line's text: from its start (perhaps in the buffer before) to its end."""
-    start = read.rfind(b"\n", 0, at) + 1
-    text = (tail if start == 0 else b"") + read[start:]
-    if b"\n" not in text:
-        text += f.read(4096)
-    text = text.split(b"\n", 1)[0].decode("utf-8", "replace")
+    """FILE:LINE:COLUMN and the changed line's text around the change (the line may
+    begin in the buffer before and end in the next)."""
     if not read[at:at + 1]:
         return f"{path}:{line}: the data file ends before what its dataset makes"
-    shown = text if len(text) <= EXCERPT else text[:EXCERPT] + "..."
-    return f"{path}:{line}: differs from what its dataset generates: {shown}"
+    start = read.rfind(b"\n", 0, at) + 1
+    before = (tail if start == 0 else b"") + read[start:at]
+    after = read[at:]
+    if b"\n" not in after:
+        after += f.read(4096)
+    after = after.split(b"\n", 1)[0]
+    a, b = before[-EXCERPT // 2:], after[:EXCERPT // 2]
+    shown = ("..." if len(a) < len(before) else "") + (a + b).decode("utf-8", "replace") + \
+        ("..." if len(b) < len(after) else "")
+    return f"{path}:{line}:{len(before) + 1}: differs from what its dataset generates: {shown}"
