@@ -781,7 +781,8 @@ static int emit_text(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch,
 }
 
 /* add one record's written values to the statistics (ts_sim_set_stats): an integer
- * as the text formats write it, truncated; a float into a compensated sum (TwoSum) */
+ * as the text formats write it, truncated, into an exact 128-bit sum; a float into a
+ * compensated sum (TwoSum). min and max start at +Inf and -Inf (ts_sim_set_stats) */
 static __attribute__((noinline)) void add_stats(ts_sim *sim, int64_t el, int32_t s, const double *vals,
                                                 int32_t null_field)
 {
@@ -791,29 +792,27 @@ static __attribute__((noinline)) void add_stats(ts_sim *sim, int64_t el, int32_t
         sim->seen[slot] = 1;
         sim->series_seen[s]++;
     }
+    const ts_field *fds = sim->fields + se->first_field;
+    ts_field_stats *sts = sim->stats + se->first_field;
     for (int32_t f = 0; f < se->n_fields; f++) {
-        const ts_field *fd = &sim->fields[se->first_field + f];
-        if (fd->hidden || f == null_field) continue;
-        ts_field_stats *st = &sim->stats[se->first_field + f];
+        if (fds[f].hidden || f == null_field) continue;
+        ts_field_stats *st = &sts[f];
         double v = vals[f];
-        if (fd->type == TS_TYPE_INT) {
+        if (fds[f].type == TS_TYPE_INT) {
             int64_t x = (int64_t)v;
-            __int128 acc = ((__int128)st->isum_hi << 64 | st->isum_lo) + x;
+            unsigned __int128 acc = ((unsigned __int128)(uint64_t)st->isum_hi << 64 | st->isum_lo) + (unsigned __int128)(__int128)x;
             st->isum_lo = (uint64_t)acc;
-            st->isum_hi = (int64_t)(acc >> 64);
+            st->isum_hi = (int64_t)(uint64_t)(acc >> 64);
             v = (double)x;
         } else {
             double t = st->sum + v, z = t - st->sum;
             st->comp += (st->sum - (t - z)) + (v - z);
             st->sum = t;
         }
+        st->count++;
         st->sum_abs += fabs(v);
-        if (st->count++ == 0) {
-            st->min = st->max = v;
-        } else {
-            if (v < st->min) st->min = v;
-            if (v > st->max) st->max = v;
-        }
+        st->min = v < st->min ? v : st->min;
+        st->max = v > st->max ? v : st->max;
     }
 }
 
@@ -827,6 +826,10 @@ int32_t ts_sim_set_stats(ts_sim *sim, ts_field_stats *fields, int32_t n_fields, 
     }
     if (n_fields != sim->n_fields || n_series != sim->n_series || !series || !seen ||
         seen_cap / (uint64_t)sim->n_series < (uint64_t)sim->n_entities) return TS_ERR_ARG;
+    for (int32_t f = 0; f < n_fields; f++) {
+        fields[f].min = INFINITY;
+        fields[f].max = -INFINITY;
+    }
     sim->stats = fields;
     sim->seen = seen;
     sim->series_seen = series;
