@@ -1005,8 +1005,7 @@ def verify_cmd(datafile, target_name, server, options, check_data, json_out) -> 
     if json_out:
         _write_json(json_out, {"data_file": str(df.path), "target": target_name, **v.to_json()})
     click.echo(render(v))
-    bad = {r["table"] for r in v.differing()}
-    click.echo(f"verify: {len(bad)} of {len(v.tables)} tables differ; first: {v.first_difference()}" if bad else
+    click.echo(f"verify: {v.summary()}" if not v.ok else
                f"verify: all {len(v.tables)} tables hold what {df.path.name} has", err=True)
     return 0 if v.ok else 1
 

@@ -311,7 +311,7 @@ class Runner:
         self.say(f"verify: {len(v.tables) - len(bad)}/{len(v.tables)} tables hold what the data file has; values: "
                  f"{sum(r['status'] == 'ok' for r in v.values):,} checks ok, {len(v.differing()) - len(bad):,} differ")
         if not v.ok:
-            raise UserError(f"verify: {v.first_difference()}")
+            raise UserError(f"verify: {v.summary()}")
 
     async def _queries(self, c: Cell, row: dict, df, conn, mon: ResourceMonitor) -> None:
         mon.phase = "queries"

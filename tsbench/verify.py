@@ -93,12 +93,19 @@ class Verdict:
             return ""
         r, n = bad[0], len(bad)
         if "field" not in r:
-            what = f"table {r['table']} holds {r['counted']:,} {r['unit']}, the data file has {r['expected']:,}"
+            what = f"{r['table']} holds {r['counted']:,} {r['unit']}, the data file has {r['expected']:,}"
         else:
             where = f"{r['table']}.{r['field']}" if r["field"] else f"table {r['table']}"
             what = f"{where}: {r['kind']} {_fmt(r['stored'])} stored, the data file has {_fmt(r['file'])}"
         more = f" ({n - 1} more differences)" if n > 1 else ""
         return what + more + (f"; {self.note}" if self.note else "")
+
+    def summary(self) -> str:
+        """"N of M tables differ; first: ..." (or that all hold what the file has)."""
+        bad = {r["table"] for r in self.differing()}
+        n = len(self.tables) or len({r["table"] for r in self.values})
+        return f"{len(bad)} of {n} tables differ; first: {self.first_difference()}" if bad else \
+            f"all {n} tables hold what the data file has"
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "tables": self.tables, "values": self.values, "note": self.note}
