@@ -159,7 +159,7 @@ def file_stats(df: DataFile) -> dict:
 async def check_values(t: Target, df: DataFile, tables: Tables) -> list[dict]:
     """Per table: a row per field and kind the target answers, one per kind it cannot."""
     cls = type(t)
-    checks = dict(cls.value_checks)
+    checks = dict(t.value_checks)          # the class's (a spread may say more of itself)
     if df.dataset.schema.faults.null_tag and checks.get("series") is None:
         checks["series"] = "the data file has null tags (a row with a null tag is a tag set of its own)"
     want_all = None
