@@ -255,3 +255,22 @@ def test_a_value_a_database_coerces_fails_the_load_naming_the_line(tmp_path):
     err = p.stderr.decode()
     assert p.returncode == 2, err
     assert f"{path}:{n + 1}:" in err and "total" in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("endpoint", ["duckdb"], indirect=True)
+def test_a_kind_the_target_cannot_answer_is_not_checked_never_ok(endpoint, datafile, monkeypatch):
+    from tsbench.databases.duckdb.load import DuckDBTarget
+    from tsbench.verify import render
+
+    _load(endpoint, datafile)
+    monkeypatch.setattr(DuckDBTarget, "value_checks", {**DuckDBTarget.value_checks, "sum": "sums are rounded here"})
+
+    async def go():
+        async with session.open_target(session.Reach(endpoint[0], endpoint[1]), announce=False) as conn:
+            return await verify(conn, datafile)
+    v = asyncio.run(go())
+    sums = [r for r in v.values if r["kind"] == "sum"]
+    assert v.ok and len(sums) == 9 and all(r["status"] == "not checked" and r["field"] is None for r in sums)
+    assert {r["kind"] for r in v.values if r["status"] == "ok"} == {"count", "min", "max", "series"}
+    assert "  not checked: sum (cpu, diskio, disk, kernel, mem, net, nginx, postgresl, redis): sums are rounded here" \
+        in render(v).splitlines()

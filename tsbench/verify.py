@@ -19,6 +19,7 @@ generates (datacheck.first_changed_line), so an edited line is named FILE:LINE."
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import numpy as np
@@ -144,7 +145,7 @@ async def check(t: Target, df: DataFile, tables: Tables, counts: bool = True) ->
     if any(r["status"] == "differs" for r in verdict.values):
         from .datacheck import first_changed_line
 
-        verdict.note = first_changed_line(df) or ""
+        verdict.note = await asyncio.to_thread(first_changed_line, df) or ""
     return verdict
 
 
@@ -201,7 +202,7 @@ def _bound(kind: str, w: dict, type_: str, digits: int | None) -> float:
 def _row(table: str, field: str | None, kind: str, want, got, bound: float) -> dict:
     if want is None or got is None:
         same = want is None and got is None
-    elif kind == "sum" and isinstance(want, int) and isinstance(got, int):
+    elif kind == "sum" and bound == 0 and isinstance(want, int) and isinstance(got, int):
         same = (got - want) % 2 ** 64 == 0        # InfluxDB and QuestDB sum an int64 column in int64, which wraps
     elif bound == 0 and isinstance(want, int) and not isinstance(got, int):
         same = float(got).is_integer() and int(got) == want       # a target answering an int as a float
@@ -224,7 +225,7 @@ def render(v: Verdict) -> str:
     body = [(r["table"], f"{r['expected']:,}", f"{r['counted']:,}", f"{r['difference']:+,}" if r["difference"]
              else "0") for r in rows]
     widths = [max(len(x[i]) for x in [head, *body]) for i in range(4)]
-    lines = ["  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(x, widths)))
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(x, widths)))
              for x in [head, *body]]
     vals = v.values
     n_ok = sum(r["status"] == "ok" for r in vals)
@@ -234,9 +235,12 @@ def render(v: Verdict) -> str:
     for r in bad:
         where = f"{r['table']}.{r['field']}" if r["field"] else r["table"]
         lines.append(f"  differs: {where} {r['kind']}: stored {_fmt(r['stored'])}, data file {_fmt(r['file'])}")
+    unchecked: dict[tuple[str, str], list[str]] = {}
     for r in vals:
         if r["status"] == "not checked":
-            lines.append(f"  not checked: {r['table']} {r['kind']}: {r['note']}")
+            unchecked.setdefault((r["kind"], r["note"]), []).append(r["table"])
+    for (kind, why), names in unchecked.items():
+        lines.append(f"  not checked: {kind} ({', '.join(names)}): {why}")
     if v.note:
         lines.append(v.note)
     return "\n".join(lines)
