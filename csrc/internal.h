@@ -164,6 +164,13 @@ struct ts_sim {
     uint32_t *csv_head;               /* per series: offset, length in item_text of "measurement," */
     double *scratch;                  /* max_series_fields */
     char *pfx_scratch;                /* one uncached tag part */
+    /* value statistics (ts_sim_set_stats), the caller's; stats NULL: none kept */
+    ts_field_stats *stats;
+    uint8_t *seen;                    /* per (local entity, series): 1 once it has a record */
+    int64_t *series_seen;             /* per series: streams with a record */
+    int32_t *stat_fields;             /* per series from stat_first[s]: its visible float fields, then int ones */
+    int32_t *stat_first;              /* n_series + 1 */
+    int32_t *stat_floats;             /* per series: how many of them are float fields */
 };
 
 /* helpers shared with the serializers */

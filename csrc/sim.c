@@ -487,6 +487,7 @@ void ts_sim_free(ts_sim *sim)
     free(sim->scratch); free(sim->pfx_scratch); free(sim->visible);
     free(sim->step_idx); free(sim->step_end); free(sim->plain); free(sim->walks);
     free(sim->items); free(sim->item_first); free(sim->item_text); free(sim->csv_head);
+    free(sim->stat_fields); free(sim->stat_first); free(sim->stat_floats);
     for (int f = 0; f < TS_FMT_COUNT; f++) {
         free(sim->bound[f]); free(sim->pfx_bound[f]); free(sim->piece[f]); free(sim->piece_off[f]);
     }
@@ -780,6 +781,95 @@ static int emit_text(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch,
     return 1;
 }
 
+/* add one record's written values to the statistics (ts_sim_set_stats): an integer
+ * as the text formats write it, truncated, into an exact 128-bit sum; a float into a
+ * compensated sum (TwoSum). min and max start at +Inf and -Inf (ts_sim_set_stats) */
+static __attribute__((noinline)) void add_stats(ts_sim *sim, int64_t el, int32_t s, const double *vals,
+                                                int32_t null_field)
+{
+    size_t slot = (size_t)el * (size_t)sim->n_series + (size_t)s;
+    if (!sim->seen[slot]) {
+        sim->seen[slot] = 1;
+        sim->series_seen[s]++;
+    }
+    const int32_t *idx = sim->stat_fields + sim->stat_first[s], *mid = idx + sim->stat_floats[s],
+                  *end = sim->stat_fields + sim->stat_first[s + 1];
+    ts_field_stats *sts = sim->stats + sim->series[s].first_field;
+    for (; idx < mid; idx++) {
+        int32_t f = *idx;
+        if (f == null_field) continue;
+        ts_field_stats *st = &sts[f];
+        double v = vals[f], t = st->sum + v, z = t - st->sum;
+        st->comp += (st->sum - (t - z)) + (v - z);
+        st->sum = t;
+        st->count++;
+        st->sum_abs += fabs(v);
+        st->min = v < st->min ? v : st->min;
+        st->max = v > st->max ? v : st->max;
+    }
+    for (; idx < end; idx++) {
+        int32_t f = *idx;
+        if (f == null_field) continue;
+        ts_field_stats *st = &sts[f];
+        int64_t x = (int64_t)vals[f];
+        unsigned __int128 acc = ((unsigned __int128)(uint64_t)st->isum_hi << 64 | st->isum_lo) +
+                                (unsigned __int128)(__int128)x;
+        st->isum_lo = (uint64_t)acc;
+        st->isum_hi = (int64_t)(uint64_t)(acc >> 64);
+        double v = (double)x;
+        st->count++;
+        st->sum_abs += fabs(v);
+        st->min = v < st->min ? v : st->min;
+        st->max = v > st->max ? v : st->max;
+    }
+}
+
+/* per series, its visible fields for add_stats: float ones, then int ones */
+static int32_t index_stats(ts_sim *sim)
+{
+    free(sim->stat_fields); free(sim->stat_first); free(sim->stat_floats);
+    sim->stat_fields = malloc(sizeof(int32_t) * (size_t)sim->n_fields + 1);
+    sim->stat_first = malloc(sizeof(int32_t) * ((size_t)sim->n_series + 1));
+    sim->stat_floats = malloc(sizeof(int32_t) * (size_t)sim->n_series);
+    if (!sim->stat_fields || !sim->stat_first || !sim->stat_floats) return TS_ERR_NOMEM;
+    int32_t n = 0;
+    for (int32_t s = 0; s < sim->n_series; s++) {
+        const ts_series *se = &sim->series[s];
+        sim->stat_first[s] = n;
+        for (int32_t pass = 0; pass < 2; pass++) {
+            for (int32_t f = 0; f < se->n_fields; f++) {
+                const ts_field *fd = &sim->fields[se->first_field + f];
+                if (!fd->hidden && (fd->type == TS_TYPE_INT) == pass) sim->stat_fields[n++] = f;
+            }
+            if (pass == 0) sim->stat_floats[s] = n - sim->stat_first[s];
+        }
+    }
+    sim->stat_first[sim->n_series] = n;
+    return TS_OK;
+}
+
+int32_t ts_sim_set_stats(ts_sim *sim, ts_field_stats *fields, int32_t n_fields, uint8_t *seen,
+                         uint64_t seen_cap, int64_t *series, int32_t n_series)
+{
+    if (!sim) return TS_ERR_ARG;
+    if (!fields) {
+        sim->stats = NULL;
+        return TS_OK;
+    }
+    if (n_fields != sim->n_fields || n_series != sim->n_series || !series || !seen ||
+        seen_cap / (uint64_t)sim->n_series < (uint64_t)sim->n_entities) return TS_ERR_ARG;
+    int32_t rc = index_stats(sim);
+    if (rc != TS_OK) return rc;
+    for (int32_t f = 0; f < n_fields; f++) {
+        fields[f].min = INFINITY;
+        fields[f].max = -INFINITY;
+    }
+    sim->stats = fields;
+    sim->seen = seen;
+    sim->series_seen = series;
+    return TS_OK;
+}
+
 /* write one record (as text, as columns, or only counted: ts_sim_simulate); 0 when
  * it does not fit */
 static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, const double *vals,
@@ -791,6 +881,7 @@ static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, cons
     } else if (k->cols) {
         emit_columns(sim, k, el, s, epoch, vals, null_field, null_tag);
     }
+    if (sim->stats) add_stats(sim, el, s, vals, null_field);
     k->res->rows++;
     k->res->values += sim->visible[s] - (null_field >= 0);
     return 1;

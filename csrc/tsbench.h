@@ -181,6 +181,26 @@ int32_t ts_sim_set_memory(ts_sim *sim, void *mem, uint64_t cap, int32_t fmt);
  * its bytes. Returns the number of parts, or TS_ERR_ARG (max_parts < 7) */
 int32_t ts_sim_state_behind(const ts_sim *sim, uint64_t *parts, int32_t max_parts);
 
+/* value statistics of what the fills write (value verification): per schema field, of its
+ * written non-null values as the file holds them (an integer field's value truncated, as
+ * written): count, min and max (+Inf and -Inf before the first), the float sum as sum + comp (a
+ * compensated sum: comp gathers each addition's rounding error), the sum of magnitudes,
+ * and for integer fields the exact sum isum_hi * 2^64 + isum_lo. Hidden fields stay 0. */
+typedef struct ts_field_stats {
+    int64_t count;
+    double sum, comp, sum_abs, min, max;
+    uint64_t isum_lo;
+    int64_t isum_hi;
+} ts_field_stats;
+
+/* from now on every fill of sim (text, columns or simulate) adds what it writes to
+ * fields (n_fields = the schema's, zeroed by the caller), and counts in series[s] the
+ * (entity, series s) streams with at least one record, marking them in seen (n_entities
+ * * n_series bytes, zeroed); it sets each field's min and max to +Inf and -Inf. fields
+ * NULL: stop. TS_ERR_ARG on sizes that do not match */
+int32_t ts_sim_set_stats(ts_sim *sim, ts_field_stats *fields, int32_t n_fields, uint8_t *seen,
+                         uint64_t seen_cap, int64_t *series, int32_t n_series);
+
 /* bytes a single record of the schema can take at most in format fmt */
 uint64_t ts_sim_record_bound(const ts_sim *sim, int32_t fmt);
 

@@ -223,7 +223,10 @@ def test_the_verify_phase_recounts_every_table(tmp_path, monkeypatch):
     f.write_text(ONE_DUCK.format(name="ver", phases="[generate, load, verify]"))
     out = Runner(load_experiment(f), tmp_path / "r", quiet=True).run()
     rows = pq.read_table(out / "verify.parquet").to_pylist()
-    assert [(r["table"], r["difference"]) for r in rows] == [("cpu", 0)] and rows[0]["expected"] == 2 * 60
+    assert [(r["table"], r["difference"]) for r in rows if r["kind"] is None] == [("cpu", 0)] and \
+        rows[0]["expected"] == 2 * 60
+    assert {r["kind"] for r in rows[1:]} == {"count", "sum", "min", "max", "series"} and \
+        {r["status"] for r in rows[1:]} == {"ok"}       # the values too (issue 35)
     assert pq.read_table(out / "cells.parquet").to_pylist()[0]["status"] == "ok"
 
     real = DuckDBTarget.count

@@ -970,8 +970,10 @@ def servers_list() -> None:
 @click.option("--check-data", is_flag=True, help="Check the data file's sha256 against its manifest first.")
 @click.option("--json", "json_out", default=None, callback=_writable, help="Write the per-table figures here.")
 def verify_cmd(datafile, target_name, server, options, check_data, json_out) -> int:
-    """Recount what a database holds against the data file it was loaded from, per
-    table: exit 0 if every table holds exactly what the file has, 1 if any differs.
+    """Check what a database holds against the data file it was loaded from, per
+    table: the counts, and per field the count, sum, min and max of its values and the
+    table's series (the kinds the target can answer; the others are listed as not
+    checked). Exit 0 if every table holds what the file has, 1 if any differs.
 
     \b
     Example:
@@ -981,7 +983,7 @@ def verify_cmd(datafile, target_name, server, options, check_data, json_out) -> 
 
     from . import databases, session
     from .datafile import open_datafile
-    from .verify import all_equal, render, verify
+    from .verify import render, verify
 
     if databases.is_local(server):
         raise UserError("verify --server: give the URL (or duckdb path) of the database holding the data; "
@@ -993,15 +995,13 @@ def verify_cmd(datafile, target_name, server, options, check_data, json_out) -> 
         async with session.open_target(reach, announce=False) as c:
             return await verify(c, df)
 
-    rows = asyncio.run(go())
+    v = asyncio.run(go())
     if json_out:
-        _write_json(json_out, {"data_file": str(df.path), "target": target_name, "ok": all_equal(rows),
-                               "tables": rows})
-    click.echo(render(rows))
-    bad = [r for r in rows if r["difference"]]
-    click.echo(f"verify: {len(bad)} of {len(rows)} tables differ" if bad else
-               f"verify: all {len(rows)} tables hold what {df.path.name} has", err=True)
-    return 1 if bad else 0
+        _write_json(json_out, {"data_file": str(df.path), "target": target_name, **v.to_json()})
+    click.echo(render(v))
+    click.echo(f"verify: {v.summary()}" if not v.ok else
+               f"verify: all {len(v.tables)} tables hold what {df.path.name} has", err=True)
+    return 0 if v.ok else 1
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -40,6 +40,7 @@ from .errors import UserError
 from .native import FORMATS, MERGE_DONE, MERGE_NEED, Merger, Simulator
 from .outfile import OutputFile, write_text
 from .simmemory import Budget, summary as memory_summary
+from .valuestats import merge, to_manifest
 
 BUF_BYTES = 1 << 20       # one fill's buffer: within a 2 MB L2 cache beside the simulator's tables, and
                           # a quarter of the Python round trips (a fill, a write) that 256 kB made
@@ -67,6 +68,7 @@ class Totals:
     values: int = 0
     bytes: int = 0
     memory: list = field(default_factory=list)   # per simulator: where its state lived (simmemory)
+    stats: dict = field(default_factory=dict)    # per slice (0, 1, ...): its simulator's value_stats
 
     def add(self, rows: int, values: int, nbytes: int) -> None:
         self.rows += rows
@@ -237,6 +239,7 @@ class Progress:
 def _run_single(ds: Dataset, fmt: str, lo: int, hi: int, sink: Sink, progress: Progress,
                 budget: Budget) -> Totals:
     sim = Simulator(ds.compiled, ds.spec.seed, lo, hi, ds.start_ns, ds.interval_ns, ds.epochs, budget, fmt)
+    sim.track_stats()
     buf = bytearray(max(BUF_BYTES, 2 * sim.record_bound(fmt)))
     view = memoryview(buf)
     tot = Totals()
@@ -247,6 +250,7 @@ def _run_single(ds: Dataset, fmt: str, lo: int, hi: int, sink: Sink, progress: P
         progress.update(r.epoch)
         if r.done:
             tot.memory.append(sim.memory.describe())
+            tot.stats[0] = sim.value_stats()
             return tot
 
 
@@ -270,6 +274,7 @@ def _release(w: _Worker, k: int) -> None:
 
 def _worker_main(ds: Dataset, fmt: str, lo: int, hi: int, slots, conn, budget: Budget) -> None:
     sim = Simulator(ds.compiled, ds.spec.seed, lo, hi, ds.start_ns, ds.interval_ns, ds.epochs, budget, fmt)
+    sim.track_stats()
     free = deque(range(len(slots)))
     while True:
         if not free:
@@ -282,7 +287,7 @@ def _worker_main(ds: Dataset, fmt: str, lo: int, hi: int, slots, conn, budget: B
             conn.send(exc)
             conn.close()
             return
-        conn.send((k, r, sim.memory.describe() if r.done else None))
+        conn.send((k, r, (sim.memory.describe(), sim.value_stats()) if r.done else None))
         if r.done:
             conn.close()
             return
@@ -325,9 +330,10 @@ def _feed_next(w: _Worker, i: int, merger: Merger, tot: Totals) -> None:
         raise RuntimeError(f"a generator process died (exit code {w.proc.exitcode})") from None
     if isinstance(msg, UserError):
         raise msg
-    k, fill, described = msg
-    if described:
-        tot.memory.append(described)
+    k, fill, finished = msg
+    if finished:
+        tot.memory.append(finished[0])
+        tot.stats[i] = finished[1]
     w.held = k
     tot.add(fill.rows, fill.values, 0)
     data, marks = w.slots[k]
@@ -342,12 +348,14 @@ class _OwnSlice:
 
     def __init__(self, ds: Dataset, fmt: str, lo: int, hi: int, size: int, budget: Budget):
         self.sim = Simulator(ds.compiled, ds.spec.seed, lo, hi, ds.start_ns, ds.interval_ns, ds.epochs, budget, fmt)
+        self.sim.track_stats()
         self.fmt, self.data, self.marks = fmt, bytearray(size), bytearray(MARKS * 8)
 
     def feed(self, merger: Merger, tot: Totals) -> None:
         fill = self.sim.fill(self.fmt, self.data, self.marks)
         if fill.done:
             tot.memory.append(self.sim.memory.describe())
+            tot.stats[0] = self.sim.value_stats()
         tot.add(fill.rows, fill.values, 0)
         merger.feed(0, self.data, self.marks, fill)
 
@@ -463,6 +471,7 @@ def generate_file(ds: Dataset, fmt: str, path: str, compression: str, group: int
         "bytes": tot.bytes,
         "file_bytes": sink.file_bytes,
         "sha256": sink.sha.hexdigest() if sink.sha else None,
+        "stats": to_manifest(ds, merge([tot.stats[i] for i in sorted(tot.stats)])),
         "timing": {"seconds": round(elapsed, 3), "cpu_seconds": round(cpu, 3), "processes": processes,
                    "memory": memory_summary(tot.memory, budget)},
     }

@@ -29,6 +29,7 @@ from .databases.spread import make_target, target_options
 from .databases.target import Target
 from .errors import Fatal, LoadError, Retryable
 from .model import Tables
+from .verify import check
 from .watch import Stalled, bounded, watchdog
 
 COMPACT_STALLS = 15          # compaction may take this many --stall-timeout bounds (30 min at the default)
@@ -77,6 +78,7 @@ class LoadResult:
     counted: int | None = None
     count_unit: str = "rows"
     verified: bool | None = None
+    value_checks: list = field(default_factory=list)  # verify.Verdict.values: per table, field and kind
     compact_seconds: float | None = None
     disk: dict = field(default_factory=dict)        # every figure by name, in bytes
     datadir_bytes: int | None = None                 # allocated blocks of the local server's data dir
@@ -105,7 +107,7 @@ class LoadResult:
             "server_cpu_seconds": None if self.server_cpu_seconds is None else round(self.server_cpu_seconds, 3),
             "backoffs": self.backoffs, "backoff_seconds": round(self.backoff_seconds, 3),
             "verify": {"unit": self.count_unit, "expected": self.expected, "counted": self.counted,
-                       "ok": self.verified},
+                       "ok": self.verified, "values": self.value_checks},
             "compact_seconds": None if self.compact_seconds is None else round(self.compact_seconds, 3),
             "disk": self.disk, "timeline": self.timeline,
             "clients": len(self.clients) or 1,
@@ -243,7 +245,7 @@ async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | N
             res.expected = df.rows if cls.count_unit == "rows" else df.values
             await bounded(f"create in {cls.name}", opts.stall_seconds, target.create(tables, opts.if_exists))
             await _timed(target, df, tables, opts, res, server_pids, cluster)
-        await _settle(target, tables, opts, res, datadir)
+        await _settle(target, df, tables, opts, res, datadir)
     except (LoadError, Fatal, Retryable) as exc:     # Fatal, Retryable: create, count or compact refused
         err = exc if isinstance(exc, LoadError) else LoadError(str(exc))
         res.status, res.reason = "failed", str(err)
@@ -312,9 +314,11 @@ def _answered(counters, processes: int):
     return count
 
 
-async def _settle(target: Target, tables: Tables, opts: LoadOptions, res: LoadResult, datadir: str | None) -> None:
-    """Untimed: flush, verify the count, compact, and measure the disk figures; each step
-    bounded (compaction by COMPACT_STALLS stall bounds)."""
+async def _settle(target: Target, df: DataFile, tables: Tables, opts: LoadOptions, res: LoadResult,
+                  datadir: str | None) -> None:
+    """Untimed: flush, verify the count and then the values (verify.check, as `tsbench
+    verify`), compact, and measure the disk figures; each step bounded (compaction by
+    COMPACT_STALLS stall bounds)."""
     what, bound = f"{res.target}", opts.stall_seconds
     await bounded(f"flush of {what}", bound, target.flush())
     if opts.verify:
@@ -325,6 +329,11 @@ async def _settle(target: Target, tables: Tables, opts: LoadOptions, res: LoadRe
         if not res.verified:
             raise LoadError(f"verify failed: {res.target} holds {res.counted:,} {res.count_unit}, "
                             f"the data file has {res.expected:,}")
+        if type(target).keeps_data:
+            verdict = await bounded(f"value check in {what}", bound, check(target, df, tables, counts=False))
+            res.verified, res.value_checks = verdict.ok, verdict.values
+            if not verdict.ok:
+                raise LoadError(f"verify failed in {res.target}: {verdict.first_difference()}")
     if opts.compact:
         t = time.perf_counter()
         await bounded(f"compaction of {what}", COMPACT_STALLS * bound, target.compact())

@@ -142,6 +142,8 @@ class Simulator:
         self._res = ffi.new("ts_fill_result *")
         self._compiled, self._start_ns, self._interval_ns = compiled, start_ns, interval_ns
         self.n_series = len(compiled.series)
+        self._entities = max(entity_hi - entity_lo, 0)
+        self._stats = None
         self.max_tags = max(compiled.n_entity_tags + s[4] for s in compiled.series)
 
     def _set_memory(self) -> None:
@@ -192,6 +194,26 @@ class Simulator:
         """(Benchmarks) make up to max_rows records' values as a fill would, without formatting them."""
         self._check_fill(lib.ts_sim_simulate(self._ready(), max_rows, self._res), "simulate")
         return _fill(self._res)
+
+    def track_stats(self) -> None:
+        """From now on, every fill adds what it writes to the value statistics (value_stats)."""
+        n_fields = len(self._compiled.fields)
+        self._stats = (ffi.new("ts_field_stats[]", max(n_fields, 1)),
+                       ffi.new("uint8_t[]", max(self._entities * self.n_series, 1)),
+                       ffi.new("int64_t[]", self.n_series))
+        st, seen, series = self._stats
+        _check(lib.ts_sim_set_stats(self._sim, st, n_fields, seen, len(seen), series, self.n_series), "set_stats")
+
+    def value_stats(self) -> dict:
+        """What the fills since track_stats wrote (valuestats.Raw's form): per series the
+        streams with a record; per schema field (count, sum, comp, sum_abs, min, max, isum)."""
+        st, _, series = self._stats
+        fields = []
+        for i in range(len(self._compiled.fields)):
+            f = st[i]
+            fields.append((int(f.count), float(f.sum), float(f.comp), float(f.sum_abs), float(f.min), float(f.max),
+                           int(f.isum_hi) << 64 | int(f.isum_lo)))
+        return {"series": [int(series[s]) for s in range(self.n_series)], "fields": fields}
 
     def _check_fill(self, rc: int, what: str) -> None:
         self._release()

@@ -302,17 +302,20 @@ class Runner:
             self.clients[c.id] = res.clients
 
     async def _verify(self, c: Cell, row: dict, df, conn) -> None:
-        """The per-table recount (the verify phase): every table holds what the data file has."""
-        from .verify import all_equal, verify
+        """The per-table check (the verify phase): every table holds what the data file has,
+        counts and values (a file's figure and the stored one as text: they may be ints
+        beyond int64 or floats)."""
+        from .verify import verify
 
-        rows = await verify(conn, df)
-        self.verify_rows.extend({"cell": c.id, **r} for r in rows)
-        bad = [r for r in rows if r["difference"]]
-        self.say(f"verify: {len(rows) - len(bad)}/{len(rows)} tables hold what the data file has")
-        if not all_equal(rows):
-            r = bad[0]
-            raise UserError(f"verify: {len(bad)} of {len(rows)} tables differ; first: {r['table']} holds "
-                            f"{r['counted']:,} {r['unit']}, the data file has {r['expected']:,}")
+        v = await verify(conn, df)
+        self.verify_rows.extend({"cell": c.id, **r} for r in v.tables)
+        self.verify_rows.extend({"cell": c.id, **r, "file": repr(r["file"]), "stored": repr(r["stored"])}
+                                for r in v.values)
+        bad = [r for r in v.tables if r["difference"]]
+        self.say(f"verify: {len(v.tables) - len(bad)}/{len(v.tables)} tables hold what the data file has; values: "
+                 f"{sum(r['status'] == 'ok' for r in v.values):,} checks ok, {len(v.differing()) - len(bad):,} differ")
+        if not v.ok:
+            raise UserError(f"verify: {v.summary()}")
 
     async def _queries(self, c: Cell, row: dict, df, conn, mon: ResourceMonitor) -> None:
         mon.phase = "queries"

@@ -14,7 +14,7 @@ import asyncio
 import random
 
 from ..errors import UserError
-from ..model import Batch, Tables
+from ..model import Batch, FieldStats, Table, Tables, TableStats
 from .target import Target
 
 KEYS = ("spread", "spread_count")       # options of the spread itself, not of the target class
@@ -78,6 +78,8 @@ class Spread:
         self.turn = 0
         self.layout = None
         self.rng = random.Random(0)
+        if self.spread == {"spread": "round-robin", "spread_count": "sum"} and self.value_checks.get("series") is None:
+            self.value_checks = {**self.value_checks, "series": "spread round-robin: a series is on every server"}
 
     async def open(self) -> None:
         for m in self.members:
@@ -127,6 +129,21 @@ class Spread:
         if self.spread["spread_count"] == "one":
             return await self.members[0].count(tables)
         return sum([await m.count(tables) for m in self.members])
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        """The first server's (spread_count one), or the servers' together: counts, sums and
+        series added, the least min and the greatest max."""
+        if self.spread["spread_count"] == "one":
+            return await self.members[0].stats(table, tables)
+        parts = [await m.stats(table, tables) for m in self.members]
+        fields = {}
+        for name in parts[0].fields:
+            got = [p.fields[name] for p in parts if name in p.fields]
+            lo = [f.min for f in got if f.min is not None]
+            hi = [f.max for f in got if f.max is not None]
+            fields[name] = FieldStats(sum(f.count for f in got), sum(f.sum for f in got), min(lo, default=None),
+                                      max(hi, default=None))
+        return TableStats(sum(p.series for p in parts), fields)
 
     async def compact(self) -> None:
         await self._each("compact")

@@ -19,10 +19,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...errors import UserError
-from ...model import Batch, Tables
+from ...model import Batch, Table, Tables, TableStats
 from ...queries.base import lit
 from ..arrow_csv import CsvToArrow
 from ..server import allocated_bytes
+from ..sqlstats import EXACT, fields_sql, series_sql, table_stats
 from ..target import Target, exists_error
 from .engines import Chdb, HttpServer
 from .sql import ClickHouseQueries, bq, decode
@@ -51,6 +52,7 @@ class ClickHouseTarget(ClickHouseQueries, Target):
     name = "clickhouse"
     format = "csv"
     count_unit = "rows"
+    value_checks = EXACT
     server_kind = None                  # chdb in-process by default; a server only by URL
     multiprocess = False                # chdb: one engine per process, one process per data dir
     options_model = ClickHouseOptions
@@ -132,6 +134,13 @@ class ClickHouseTarget(ClickHouseQueries, Target):
     async def count(self, tables: Tables) -> int:
         return sum(await asyncio.gather(*(asyncio.to_thread(
             lambda n=t.name: self._rows(f"SELECT count() FROM {self._name(n)}")[0][0]) for t in tables)))
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        name = self._name(table.name)
+        # an Int64 sum wraps around: summed as Int128, read back as text
+        row = (await asyncio.to_thread(self._rows, fields_sql(name, table, bq, "toString(sum(toInt128({})))")))[0]
+        series = (await asyncio.to_thread(self._rows, series_sql(name, [bq(k) for k in table.tags])))[0][0]
+        return table_stats(table, series, row)
 
     async def compact(self) -> None:
         """Untimed: merge each table's parts into one (OPTIMIZE ... FINAL), before the disk figures."""

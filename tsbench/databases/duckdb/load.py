@@ -15,10 +15,11 @@ import duckdb
 from pydantic import BaseModel, ConfigDict
 
 from ...errors import Fatal, UserError
-from ...model import Batch, Tables
+from ...model import Batch, Table, Tables, TableStats
 from ...queries.base import q
 from ..arrow_csv import CsvToArrow
 from ..server import allocated_bytes
+from ..sqlstats import EXACT, fields_sql, series_sql, table_stats
 from ..target import Target, exists_error
 from .sql import DuckDBQueries
 
@@ -38,6 +39,7 @@ class DuckDBTarget(DuckDBQueries, Target):
     multiprocess = False
     options_model = DuckDBOptions
     own_disk_figure = "duckdb_database_size"
+    value_checks = EXACT
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -118,6 +120,11 @@ class DuckDBTarget(DuckDBQueries, Target):
 
     async def count(self, tables: Tables) -> int:
         return sum(self.con.execute(f"SELECT count(*) FROM {q(t.name)}").fetchone()[0] for t in tables)
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        row = self.con.execute(fields_sql(q(table.name), table, q)).fetchone()     # an integer sum: HUGEINT
+        series = self.con.execute(series_sql(q(table.name), [q(k) for k in table.tags])).fetchone()[0]
+        return table_stats(table, series, row)
 
     async def compact(self) -> None:
         self.con.execute("CHECKPOINT")

@@ -26,9 +26,10 @@ from typing import Literal
 from pydantic import ConfigDict, Field, SecretStr, model_validator
 
 from ...errors import Fatal, Retryable, UserError
-from ...model import Batch, Tables
+from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
 from ...queries.base import Answer
 from ..http import PUSHBACK_STATUS, Gzip, GzipOption, HttpClient
+from ..sqlstats import table_stats
 from ..target import Target, exists_error
 from .flux import Flux
 from .influxql import InfluxQL
@@ -84,6 +85,7 @@ class InfluxTarget(Target):
     name = "influx"
     format = "influx"
     count_unit = "values"
+    value_checks = {k: None for k in STAT_KINDS}   # InfluxQL count/sum/min/max; series by the index
     own_disk_figure = "influx_shard_disk_bytes"
     server_kind = "influx"
     options_model = InfluxOptions
@@ -209,6 +211,19 @@ class InfluxTarget(Target):
                 for row in s.get("values") or []:
                     total += sum(v for v in row[1:] if v)
         return total
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        """count, sum, min, max of every field over [start, end) in one InfluxQL statement
+        (JSON numbers: Go writes a float's shortest round-trip text), and the exact series
+        cardinality of the measurement."""
+        cols = ", ".join(f"{agg}({ident(c.name)})" for c in table.fields for agg in ("count", "sum", "min", "max"))
+        res = await self.influxql(f"SELECT {cols} FROM {ident(table.name)} "
+                                  f"WHERE time >= {tables.start_ns} AND time < {tables.end_ns}", db=self.db)
+        rows = [row for s in res[0].get("series", []) for row in s.get("values") or []]
+        row = rows[0][1:] if rows else [None] * (4 * len(table.fields))
+        card = await self.influxql(f"SHOW SERIES EXACT CARDINALITY ON {ident(self.db)} FROM {ident(table.name)}")
+        series = sum(r[0] for s in card[0].get("series", []) for r in s.get("values") or [])
+        return table_stats(table, series, row)
 
     # ---- settle and measure -------------------------------------------------------------
     async def _stats(self, module: str) -> list[tuple[dict, dict]]:

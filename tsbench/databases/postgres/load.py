@@ -57,7 +57,8 @@ from ... import native
 from ...errors import UserError
 from ...queries.base import lit, q
 from ...errors import Fatal, Retryable
-from ...model import Batch, Table, Tables
+from ...model import Batch, Table, Tables, TableStats
+from ..sqlstats import EXACT, fields_sql, series_sql, table_stats
 from ..target import Target, exists_error
 from . import timescale
 from .sql import TAGS, PostgresQueries, one_line
@@ -182,6 +183,7 @@ class PostgresTarget(PostgresQueries, Target):
     name = "postgres"
     format = "csv"
     count_unit = "rows"
+    value_checks = EXACT
     server_kind = "postgres"
     options_model = PostgresOptions
     own_disk_figure = "pg_total_relation_size"
@@ -442,6 +444,12 @@ class PostgresTarget(PostgresQueries, Target):
         for t in tables:
             total += (await self._q1(f"SELECT count(*) FROM {q(self.schema)}.{q(t.name)}"))[0]
         return total
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        p = next(p for p in self._plans if p.name == table.name)
+        row = await self._q1(fields_sql(p.qname, table, q))           # an integer sum: numeric
+        tag_sets = (["tags_id"] if p.entity else []) + [q(k) for k in p.extra]   # a tags_id is one entity tag set
+        return table_stats(table, (await self._q1(series_sql(p.qname, tag_sets)))[0], row)
 
     def _relations(self) -> list[str]:
         plans = self._plans or []

@@ -51,10 +51,11 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from ...errors import Fatal, Retryable, UserError
-from ...model import Batch, Table, Tables
+from ...model import Batch, Table, Tables, TableStats
 from ...queries.base import Answer, lit, q
 from ..http import Gzip, GzipOption, HttpClient
 from ..server import allocated_bytes, local_state
+from ..sqlstats import EXACT, fields_sql, series_sql, table_stats
 from ..target import Target, exists_error
 from .sql import QuestSql
 
@@ -96,6 +97,7 @@ class QuestDbTarget(Target):
     server_kind = "questdb"
     options_model = QuestDbOptions
     own_disk_figure = "table_dirs_allocated_bytes"
+    value_checks = EXACT
     dialects = {"questdb": QuestSql}
 
     def __init__(self, url=None, options=None):
@@ -209,6 +211,11 @@ class QuestDbTarget(Target):
     async def count(self, tables: Tables) -> int:
         existing = await self._existing()
         return sum([await self._count(t.name) for t in tables if t.name in existing])
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        row = (await self._rows(fields_sql(q(table.name), table, q)))[0]
+        series = (await self._rows(series_sql(q(table.name), [q(k) for k in table.tags])))[0][0]
+        return table_stats(table, series, row)
 
     async def compact(self) -> None:
         await self.flush()

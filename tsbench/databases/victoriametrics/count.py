@@ -36,9 +36,14 @@ def slices(lo_ms: int, hi_ms: int, n: int) -> list[tuple[int, int]]:
 
 def count_expr(series: str, a_ms: int, b_ms: int) -> tuple[str, int]:
     """A query and its evaluation time (whole seconds) counting the samples of the series
-    selector in [a, b) ms. A range window [d] at t covers (t-d, t]; `offset o` shifts it to (t-o-d, t-o], so
-    t-o = b-1 and d = b-a give exactly [a, b-1]."""
+    selector in [a, b) ms."""
+    return window_expr("sum", "count_over_time", series, a_ms, b_ms)
+
+
+def window_expr(agg: str, rollup: str, series: str, a_ms: int, b_ms: int) -> tuple[str, int]:
+    """agg(rollup(series[window])) over the samples in [a, b) ms, and its evaluation time
+    (whole seconds). A range window [d] at t covers (t-d, t]; `offset o` shifts it to
+    (t-o-d, t-o], so t-o = b-1 and d = b-a give exactly [a, b-1]."""
     t_s = -(-(b_ms - 1) // 1000)
     off = t_s * 1000 - (b_ms - 1)
-    expr = f"sum(count_over_time({series}[{b_ms - a_ms}ms]{f' offset {off}ms' if off else ''}))"
-    return expr, t_s
+    return f"{agg}({rollup}({series}[{b_ms - a_ms}ms]{f' offset {off}ms' if off else ''}))", t_s

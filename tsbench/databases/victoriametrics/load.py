@@ -21,15 +21,19 @@ import time
 from pydantic import ConfigDict, Field
 
 from ...errors import Fatal, UserError
-from ...model import Batch, Tables
+from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
 from ...queries.base import Answer
 from ..http import Gzip, GzipOption, HttpClient, Timed
+from ..sqlstats import table_stats
 from ..target import Target, exists_error
-from .count import count_expr, metric_regex, selector, slices
+from .count import count_expr, metric_regex, selector, slices, window_expr
+from .metricsql import regex_quote
 from .metricsql import FAR_FUTURE_S, OPTIONAL_FUNCTIONS, AnswerRows, MetricsQL, VMQuery, VMRequest
 
 COMPACT_TIMEOUT = 1800.0
 QUERY_CONCURRENCY = 2
+ROLLUPS = (("sum", "count_over_time"), ("sum", "sum_over_time"), ("min", "min_over_time"),
+           ("max", "max_over_time"))          # a field's count, sum, min and max over a time slice
 
 
 class VictoriaMetricsOptions(GzipOption):
@@ -48,6 +52,9 @@ class VictoriaMetricsTarget(Target):
     # VictoriaMetrics keeps a float as a decimal of ~12 significant digits (lib/decimal), so answers
     # compare with the reference within a relative 1e-11, not bit for bit.
     float_digits = 12
+    # every kind answered by rollups over the dataset's range; sums, min and max of what it
+    # kept, to float_digits (verify.py widens the bounds by them)
+    value_checks = {k: None for k in STAT_KINDS}
     own_disk_figure = "vm_data_size_bytes"
     settle_seconds = 10.0          # a new series can be missing from searches for a moment after force_flush
     dialects = {"metricsql": MetricsQL}
@@ -131,6 +138,41 @@ class VictoriaMetricsTarget(Target):
         parts = await asyncio.gather(*(one(metric_regex(t), a, b) for t in tables if t.fields
                                        for a, b in slices(lo_ms, hi_ms, n)))
         return round(sum(parts))
+
+    async def stats(self, table: Table, tables: Tables) -> TableStats:
+        """Per field (metric TABLE_FIELD): count, sum, min and max over time slices of the
+        dataset's range, as count(); series: the distinct label sets of any field's samples."""
+        lo_ms, hi_ms = tables.start_ns // 1_000_000, (tables.end_ns - 1) // 1_000_000 + 1
+        n = math.ceil(max(tables.values, 1) / self.options.max_samples_per_query)
+        cuts = slices(lo_ms, hi_ms, n)
+        sem = asyncio.Semaphore(QUERY_CONCURRENCY)
+
+        async def one(agg: str, rollup: str, names: str, a: int, b: int) -> float | None:
+            async with sem:
+                return await self._instant_or_none(*window_expr(agg, rollup, selector(names), a, b))
+
+        row = []
+        for c in table.fields:
+            name = regex_quote(f"{table.name}_{c.name}")
+            got = await asyncio.gather(*(one(agg, rollup, name, a, b) for agg, rollup in ROLLUPS for a, b in cuts))
+            count, total, lo, hi = ([x for x in got[i * len(cuts):(i + 1) * len(cuts)] if x is not None]
+                                    for i in range(4))
+            row += [round(sum(count)), math.fsum(total), min(lo, default=None), max(hi, default=None)]
+        return table_stats(table, round(await self._series(table, lo_ms, hi_ms)), row)
+
+    async def _series(self, table: Table, lo_ms: int, hi_ms: int) -> float:
+        """The distinct label sets (tags) of the table's samples in [lo, hi) ms."""
+        inner, t_s = window_expr("", "last_over_time", selector(metric_regex(table)), lo_ms, hi_ms)
+        by = ", ".join(table.tags)
+        return await self._instant_or_none(f"count(group by ({by}) {inner})", t_s) or 0.0
+
+    async def _instant_or_none(self, expr: str, t_s: int) -> float | None:
+        body = await self.http.get_ok("/api/v1/query", {"query": expr, "time": str(t_s), "nocache": "1"})
+        doc = json.loads(body)
+        if doc.get("status") != "success":
+            raise Fatal(f"{self.what}: {expr[:200]}: {doc.get('error') or doc}")
+        res = doc["data"]["result"]
+        return float(res[0]["value"][1]) if res else None
 
     # ---- settle and measure -------------------------------------------------------------
     async def _metrics(self) -> dict[str, float]:
