@@ -152,6 +152,11 @@ def write_queries(path: str | pathlib.Path, ds: Dataset, seed: int, specs: list[
 
 
 def read_queries(path: str | pathlib.Path) -> tuple[dict, list[QuerySpec]]:
+    """The header and the specs of a queries file, every spec parsed into typed,
+    bounded values (spec.py) before anything renders it; UserError in one line
+    naming the file and line of the first that does not parse."""
+    from .spec import SpecError, parse
+
     p = pathlib.Path(path)
     try:
         lines = p.read_text().splitlines()
@@ -161,13 +166,22 @@ def read_queries(path: str | pathlib.Path) -> tuple[dict, list[QuerySpec]]:
         raise UserError(f"{p}: cannot read the queries file ({getattr(exc, 'strerror', None) or exc})") from None
     try:
         head = json.loads(lines[0])
-        if head.get("tsbench_queries") != FORMAT_VERSION:
+        if not isinstance(head, dict) or head.get("tsbench_queries") != FORMAT_VERSION:
             raise ValueError("not a tsbench queries file")
-        specs = [QuerySpec.from_dict(json.loads(x)) for x in lines[1:] if x.strip()]
-    except (ValueError, KeyError, IndexError) as exc:
+    except (ValueError, IndexError) as exc:
         raise UserError(f"{p}: not a tsbench queries file ({exc})") from None
+    specs, ids = [], set()
+    for no, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            s = QuerySpec(*parse(json.loads(line)))
+        except (ValueError, RecursionError) as exc:        # SpecError, or not JSON
+            raise UserError(f"{p}:{no}: {exc if isinstance(exc, SpecError) else f'not JSON ({exc})'}") from None
+        if s.id in ids:
+            raise UserError(f"{p}:{no}: query id {s.id} given twice")
+        ids.add(s.id)
+        specs.append(s)
     if not specs:
         raise UserError(f"{p}: the queries file holds no query")
-    for s in specs:
-        query_type(s.type)
     return head, specs

@@ -122,7 +122,8 @@ class SqlSpelling:
         return "epoch_ns(m.time)"
 
     def bucket_ns(self, width_ns: int) -> str:
-        return f"(epoch_ns(m.time) // {width_ns}) * {width_ns}"
+        w = int(width_ns)
+        return f"(epoch_ns(m.time) // {w}) * {w}"
 
     def ts(self, ns: int) -> str:
         """A TIMESTAMPTZ literal of an epoch-ns instant (microsecond precision)."""
