@@ -28,6 +28,7 @@ from ..dataset import Dataset
 from ..errors import UserError
 from .base import DatasetContext, QuerySpec
 from .catalog import CATALOG
+from .shapes import summed
 from . import iot  # noqa: F401,E402  (registers the iot types)
 
 FORMAT_VERSION = 1
@@ -91,6 +92,8 @@ def generate(ds: Dataset, types: list[str], count: int, seed: int, *, allow_empt
             redrawn += bool(attempt)
             kept_empty += attempt is None
             out.append(QuerySpec(len(out), qt.name, params))
+            if check is not None and summed(params):
+                check.ref.scales(out[-1])      # what validation bounds a sum's rounding by: cached with the answer
         if say and (redrawn or kept_empty):
             say(f"{qt.name}: {redrawn} of {count} redrawn (empty answer at attempt 0)"
                 + (f", {kept_empty} still empty after {ATTEMPTS} attempts (attempt 0 kept)" if kept_empty else ""))

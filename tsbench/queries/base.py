@@ -52,6 +52,7 @@ class QuerySpec:
 class Value:
     name: str
     kind: str = "float"          # "float" | "int" | "str"
+    stored: bool = False         # a value as stored (max, min, a row's field): equal bit for bit, not computed
 
 
 @dataclass

@@ -106,7 +106,7 @@ class _Newest(_Type):
     fields: tuple[str, ...] = ()
 
     def columns(self, p):
-        return True, ["name", "driver"], [Value(f) for f in self.fields]
+        return True, ["name", "driver"], [Value(f, stored=True) for f in self.fields]
 
     def where(self, p: dict, d: SqlSpelling) -> list[str]:
         m = self.measurement
