@@ -171,6 +171,8 @@ def read_queries(path: str | pathlib.Path) -> tuple[dict, list[QuerySpec]]:
         head = json.loads(lines[0])
         if not isinstance(head, dict) or head.get("tsbench_queries") != FORMAT_VERSION:
             raise ValueError("not a tsbench queries file")
+        if not isinstance(head.get("dataset"), dict):
+            raise ValueError("its header names no dataset")
     except (ValueError, IndexError) as exc:
         raise UserError(f"{p}: not a tsbench queries file ({exc})") from None
     specs, ids = [], set()
