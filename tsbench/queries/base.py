@@ -13,6 +13,7 @@ Every answer is normalized to canonical rows: (time_ns or None, *group values,
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -148,7 +149,16 @@ def q(name: str) -> str:
 
 
 def lit(s: str) -> str:
+    """An SQL string literal: 'text', quotes doubled."""
     return "'" + s.replace("'", "''") + "'"
+
+
+def num(x: float) -> str:
+    """An SQL double literal (a finite float's shortest repr): the SQL dialects' one number spelling."""
+    x = float(x)
+    if not math.isfinite(x):
+        raise ValueError(f"not a finite number: {x!r}")
+    return repr(x)
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from functools import partial
 import numpy as np
 
 from ..usecases.iot import TRUCK_TAGS
-from .base import DAY, MINUTE, DatasetContext, QueryType, SqlSpelling, Value, draw_entities, draw_window, lit
+from .base import DAY, MINUTE, DatasetContext, QueryType, SqlSpelling, Value, draw_entities, draw_window, lit, num
 from .catalog import CATALOG, CUSTOM, register
 
 TEN_MIN = 10 * MINUTE
@@ -55,7 +55,7 @@ R, D_ = "readings", "diagnostics"          # the two measurements
 
 def _num(x: float) -> str:
     """A double literal both engines read alike."""
-    return f"CAST({float(x)!r} AS DOUBLE PRECISION)"
+    return f"CAST({num(x)} AS DOUBLE PRECISION)"
 
 
 def _dbl(expr: str) -> str:

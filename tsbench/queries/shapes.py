@@ -14,7 +14,7 @@ custom     a query type of its own (iot): rendered per type.
 
 from __future__ import annotations
 
-from .base import SqlSpelling, Value, lit
+from .base import SqlSpelling, Value, lit, num
 
 AGG_SQL = {"max": "max", "min": "min", "mean": "avg", "sum": "sum", "count": "count"}
 OPS = (">", ">=", "<", "<=", "=")
@@ -62,7 +62,7 @@ def _where(p: dict, d: SqlSpelling) -> str:
     vf = p.get("value_filter")
     if vf:
         assert vf["op"] in OPS
-        conds.append(f"{d.field(vf['field'])} {vf['op']} {float(vf['value'])!r}")
+        conds.append(f"{d.field(vf['field'])} {vf['op']} {num(vf['value'])}")
     return " AND ".join(conds)
 
 
