@@ -166,6 +166,10 @@ def test_compare_rules():
     big = [(0, "x", 1.0, 2**53)]                            # integers as integers, not as doubles
     assert compare(p, big, [(0, "x", 1.0, 2**53 + 1)]) is not None
     assert compare(p, big, [(0, "x", 1.0, 2**53)]) is None
+    newest = {**p, "group_by": [], "fields": ["a"], "types": ["float"], "order": "desc", "limit": 2}
+    assert compare(newest, [(60, 3.0), (0, 1.0)], [(60, 3.0), (0, 1.0)]) is None
+    assert compare(newest, [(60, 3.0), (0, 1.0)], [(0, 1.0), (60, 3.0)]) is not None     # an ordered answer in order
+    assert compare(p, exp, exp[::-1]) is None                                           # an unordered one as a set
 
 
 def test_unsupported_types_are_recorded_not_run(devops, specs, reference):
