@@ -418,7 +418,7 @@ def mutated():
 @pytest.mark.parametrize("endpoint", _querying(), indirect=True)
 def test_mutation_is_flagged_exactly_where_it_changes_an_answer(endpoint, mutated):
     import mutation as mu
-    from tsbench.queries.compare import DEFAULT_REL_TOL, compare
+    from tsbench.queries.compare import compare, tolerance
 
     case, url = endpoint
     cls = _cls(case)
@@ -432,7 +432,7 @@ def test_mutation_is_flagged_exactly_where_it_changes_an_answer(endpoint, mutate
         if key not in seen:
             seen.add(key)
             specs.append(s)
-    rel_tol = 10.0 ** (1 - cls.float_digits) if cls.float_digits else DEFAULT_REL_TOL   # as execute's default
+    rel_tol = 10.0 ** (1 - cls.float_digits) if cls.float_digits else 0.0   # as execute's default
     loaded = _load(endpoint, df, compact=False)           # the count verified: one row (its values) fewer
     assert loaded.verified and loaded.counted == (df.rows if cls.count_unit == "rows" else df.values)
 
@@ -460,7 +460,7 @@ def test_mutation_is_flagged_exactly_where_it_changes_an_answer(endpoint, mutate
             if key not in verdicts:
                 ea, eb = mutated[a].expected(s), mutated[b].expected(s)
                 same = ea == eb and not any(v != v for r in ea for v in r)   # then compare() finds nothing
-                verdicts[key] = not same and compare(s.params, ea, eb, rel_tol) is not None
+                verdicts[key] = not same and compare(s.params, ea, eb, tolerance(s, rel_tol, mutated[a])) is not None
             if verdicts[key]:
                 out.add(s.id)
         return out

@@ -23,7 +23,7 @@ from tsbench.dataset import DatasetSpec, resolve
 from tsbench.errors import Fatal, Retryable, ServerLacks, UserError
 from tsbench.generate import generate
 from tsbench.model import Batch, Column, Table, Tables
-from tsbench.queries.compare import compare
+from tsbench.queries.compare import compare, tolerance
 
 CLIENT_TYPES = ["single-groupby-5-1-1", "double-groupby-1", "lastpoint", "groupby-orderby-limit"]
 
@@ -214,7 +214,7 @@ async def _client_answers(url: str, df, client: str) -> tuple[str, list[str]]:
             native = t.render(spec)
             ans = await t.query(native)
             assert (ans.ttfb is None) == (client == "library") and ans.seconds > 0
-            m = compare(spec.params, ref.expected(spec), t.answer_rows(native, ans))
+            m = compare(spec.params, ref.expected(spec), t.answer_rows(native, ans), tolerance(spec, 0.0, ref))
             if m is not None:
                 failures.append(f"{spec.type} #{spec.id}: {m.diff()}")
         return await t.version(), failures

@@ -19,7 +19,7 @@ from tsbench.databases.elasticsearch.dsl import EsDsl, EsQuery, hit_ns, interval
 from tsbench.errors import Fatal, Unsupported
 from tsbench.queries.base import HOUR, MINUTE, QuerySpec
 from tsbench.queries.catalog import CATALOG
-from tsbench.queries.compare import compare
+from tsbench.queries.compare import compare, tolerance
 
 pytestmark = pytest.mark.elasticsearch
 
@@ -282,7 +282,7 @@ def test_small_pages_give_the_reference_answer(opensearch_with_data, monkeypatch
                 native = t.render(spec)
                 ans = await t.query(native)
                 pages += len(ans.raw) - 1
-                m = compare(spec.params, ref.expected(spec), t.answer_rows(native, ans))
+                m = compare(spec.params, ref.expected(spec), t.answer_rows(native, ans), tolerance(spec, 0.0, ref))
                 if m is not None:
                     failures.append(f"{spec.type} #{spec.id}:\n{native.text}\n{m.diff()}")
         finally:

@@ -49,11 +49,15 @@ class Spy:
 
     def __init__(self, ref, slow: float = 0.0):
         self.ref, self.calls, self.slow = ref, [], slow
+        self.ds = ref.ds
 
     def expected(self, spec):
         self.calls.append(time.perf_counter())
         time.sleep(self.slow)
         return self.ref.expected(spec)
+
+    def scales(self, spec):
+        return self.ref.scales(spec)
 
 
 def _run(url, specs, ref, cls=DuckDBTarget, **kw):

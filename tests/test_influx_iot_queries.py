@@ -22,7 +22,7 @@ from tsbench.databases.influx.iot import IOT
 from tsbench.databases.influx.load import InfluxTarget
 from tsbench.datafile import open_datafile
 from tsbench.queries.base import QuerySpec
-from tsbench.queries.compare import compare
+from tsbench.queries.compare import compare, tolerance
 from tsbench.queries.iot import IOT_TYPES
 from tsbench.queries.reference import Reference
 
@@ -77,7 +77,7 @@ async def _run_all(url, specs, ref, cls=InfluxTarget):
             native = t.render(spec)
             ans = await t.query(native)
             exp = ref.expected(spec)
-            mm = compare(spec.params, exp, t.answer_rows(native, ans))
+            mm = compare(spec.params, exp, t.answer_rows(native, ans), tolerance(spec, 0.0, ref))
             if mm is not None:
                 bad.append(f"--- {spec.type} #{spec.id}:\n{native.text}\n{mm.diff()}")
             if exp:

@@ -23,7 +23,7 @@ from tsbench.datafile import open_datafile
 from tsbench.errors import Fatal, Unsupported
 from tsbench.queries import generate, query_type
 from tsbench.queries.base import QuerySpec
-from tsbench.queries.compare import compare
+from tsbench.queries.compare import compare, tolerance
 from tsbench.queries.reference import Reference
 
 SEED = 7
@@ -77,7 +77,7 @@ async def _run_all(url: str, db: str, lang: str, specs, ref: Reference, cls=Infl
             ans = await t.query(native)
             assert ans.nbytes > 0 and 0 <= ans.ttfb <= ans.seconds and ans.raw
             exp = ref.expected(spec)
-            mm = compare(spec.params, exp, t.answer_rows(native, ans))
+            mm = compare(spec.params, exp, t.answer_rows(native, ans), tolerance(spec, 0.0, ref))
             if mm is not None:
                 bad.append(f"--- {spec.type} #{spec.id} ({lang}):\n{native.text}\n{mm.diff()}")
             if exp:

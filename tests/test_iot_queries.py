@@ -22,7 +22,7 @@ from tsbench.connect import connect
 from tsbench.datafile import open_datafile
 from tsbench.execute import ExecOptions, execute
 from tsbench.queries.base import DAY, MINUTE, QuerySpec, SqlSpelling
-from tsbench.queries.compare import compare
+from tsbench.queries.compare import compare, tolerance
 from tsbench.queries.iot import IOT_TYPES
 from tsbench.queries.reference import Reference
 from tsbench.queries.shapes import sql as shape_sql
@@ -269,9 +269,9 @@ def _oracle(s: QuerySpec, raw) -> list[tuple]:
     raise AssertionError(t)
 
 
-def test_reference_answers_mean_what_the_docs_say(specs, expected, raw):
+def test_reference_answers_mean_what_the_docs_say(specs, expected, raw, reference):
     for s in specs:
-        mm = compare(s.params, _oracle(s, raw), expected[s.id])
+        mm = compare(s.params, _oracle(s, raw), expected[s.id], tolerance(s, 0.0, reference))
         assert mm is None, f"{s.type} {s.params}: {mm.diff()}"
 
 
@@ -298,7 +298,7 @@ def test_a_wrong_meaning_is_caught(specs, expected, reference):
         text = shape_sql(s.params, SqlSpelling())
         assert a in text
         got = reference.con.execute(text.replace(a, b)).fetchall()
-        assert compare(s.params, expected[s.id], got) is not None, t
+        assert compare(s.params, expected[s.id], got, tolerance(s, 0.0, reference)) is not None, t
 
 
 # ---- the engines ---------------------------------------------------------------------------

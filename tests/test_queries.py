@@ -157,7 +157,8 @@ def test_compare_rules():
     p = {"shape": "aggregate", "agg": "max", "fields": ["a", "b"], "types": ["float", "int"], "bucket": 60,
          "group_by": ["h"]}
     exp = [(0, "x", 1.0, 2), (60, "x", None, None), (60, "y", 3.0, 4)]
-    assert compare(p, exp, [(60, "y", 3.0 + 3e-16, 4), (0, "x", 1.0, 2)]) is None      # order, empty bucket
+    assert compare(p, exp, [(60, "y", 3.0, 4), (0, "x", 1.0, 2)]) is None             # order, empty bucket
+    assert compare(p, exp, [(60, "y", 3.0 + 3e-16, 4), (0, "x", 1.0, 2)]) is not None  # a stored max exactly
     assert compare(p, exp, [(0, "x", 1.0, 2), (60, "y", 3.0, 5)]) is not None          # ints exactly
     assert compare(p, exp, [(0, "x", 1.0, 2), (60, "y", 3.001, 4)]) is not None        # floats within tolerance
     assert compare(p, exp, [(0, "x", 1.0, 2)]) is not None                             # a missing row
@@ -165,6 +166,10 @@ def test_compare_rules():
     big = [(0, "x", 1.0, 2**53)]                            # integers as integers, not as doubles
     assert compare(p, big, [(0, "x", 1.0, 2**53 + 1)]) is not None
     assert compare(p, big, [(0, "x", 1.0, 2**53)]) is None
+    newest = {**p, "group_by": [], "fields": ["a"], "types": ["float"], "order": "desc", "limit": 2}
+    assert compare(newest, [(60, 3.0), (0, 1.0)], [(60, 3.0), (0, 1.0)]) is None
+    assert compare(newest, [(60, 3.0), (0, 1.0)], [(0, 1.0), (60, 3.0)]) is not None     # an ordered answer in order
+    assert compare(p, exp, exp[::-1]) is None                                           # an unordered one as a set
 
 
 def test_unsupported_types_are_recorded_not_run(devops, specs, reference):

@@ -23,7 +23,7 @@ from tsbench.errors import Fatal, Unsupported
 from tsbench.load import LoadOptions, load
 from tsbench.queries import generate
 from tsbench.queries.base import HOUR, MINUTE, QuerySpec
-from tsbench.queries.compare import compare
+from tsbench.queries.compare import compare, tolerance
 from tsbench.queries.catalog import CATALOG
 from tsbench.queries.reference import Reference
 
@@ -99,7 +99,7 @@ def check(vm, ref, specs, cls=VictoriaMetricsTarget) -> list[str]:
                 exp = ref.expected(spec)
                 assert ans.nbytes > 0 or not native.requests
                 assert ans.seconds >= 0 and (ans.ttfb is None or ans.ttfb <= ans.seconds)
-                m = compare(spec.params, exp, t.answer_rows(native, ans), rel_tol=REL_TOL)
+                m = compare(spec.params, exp, t.answer_rows(native, ans), tolerance(spec, REL_TOL, ref))
                 if m is not None:
                     failures.append(f"{spec.type} #{spec.id}:\n{native.text}\n{m.diff()}")
         finally:

@@ -754,6 +754,12 @@ def _run_queries(queries_file, target_name, server, load_file, options, server_o
     return res
 
 
+def _float_rule(rel_tol: float) -> str:
+    """How floats were compared (queries/compare.py), in a few words."""
+    rule = "stored floats exactly, sums and means within their rounding error"
+    return rule + (f", every float within rel. {rel_tol:g}" if rel_tol else "")
+
+
 def _say_unless(quiet: bool, prefix: str):
     """Progress lines on stderr after a prefix, none when quiet."""
     return (lambda m: None) if quiet else (lambda m: click.echo(f"{prefix}: {m}", err=True))
@@ -794,7 +800,7 @@ def _finish_queries(res, json_out, quiet, table: bool) -> None:
         if res.validation:
             st = summary["stats"][-1]
             click.echo(f"validated {len(res.validation) - len(bad)}/{len(res.validation)} distinct queries equal to "
-                       f"the reference (floats within rel. {res.validation[0]['rel_tol']:g}); "
+                       f"the reference ({_float_rule(res.validation[0]['rel_tol'])}); "
                        f"{st['validated_nonempty']} non-empty; {st['executions_validated'] - st['executions_mismatched']}"
                        f"/{st['executions_validated']} executions", err=True)
     errors = sum(r["status"] == "error" for r in res.records)

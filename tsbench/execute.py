@@ -31,7 +31,7 @@ from . import responses
 from .databases.target import Target
 from .errors import Fatal, Retryable, Unsupported, UserError
 from .queries.base import Answer, QuerySpec, RowSet
-from .queries.compare import DEFAULT_REL_TOL, compare
+from .queries.compare import compare, tolerance
 from .watch import watchdog
 
 PERCENTILES = (50, 90, 95, 99, 99.9)
@@ -230,7 +230,7 @@ class Execution:
         self.share = (0, 1)                               # slot i of n runs measured queries i, i + n, ...
         self.kept_rows: dict[str, list] | None = None     # a cluster slot's distinct answers ("id:digest": rows)
         digits = target.float_digits
-        self.rel_tol = opts.rel_tol or (10.0 ** (1 - digits) if digits else DEFAULT_REL_TOL)
+        self.rel_tol = opts.rel_tol or (10.0 ** (1 - digits) if digits else 0.0)   # 0: doubles (compare.py)
 
     def render(self, specs: list[QuerySpec]) -> bool:
         """Render every query once, before anything is timed; False if none can run."""
@@ -385,7 +385,7 @@ class Execution:
         expected = self.reference.expected(s)
         key = (s.id, digest)
         if key not in self.verdicts:
-            mm = compare(s.params, expected, rows, self.rel_tol)
+            mm = compare(s.params, expected, rows, tolerance(s, self.rel_tol, self.reference))
             self.verdicts[key] = mm.diff() if mm else None
         rec.update(valid=self.verdicts[key] is None, empty=not expected)
 

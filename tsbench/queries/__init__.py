@@ -28,6 +28,7 @@ from ..dataset import Dataset
 from ..errors import UserError
 from .base import DatasetContext, QuerySpec
 from .catalog import CATALOG
+from .shapes import summed
 from . import iot  # noqa: F401,E402  (registers the iot types)
 
 FORMAT_VERSION = 1
@@ -91,6 +92,8 @@ def generate(ds: Dataset, types: list[str], count: int, seed: int, *, allow_empt
             redrawn += bool(attempt)
             kept_empty += attempt is None
             out.append(QuerySpec(len(out), qt.name, params))
+            if check is not None and summed(params):
+                check.ref.scales(out[-1])      # what validation bounds a sum's rounding by: cached with the answer
         if say and (redrawn or kept_empty):
             say(f"{qt.name}: {redrawn} of {count} redrawn (empty answer at attempt 0)"
                 + (f", {kept_empty} still empty after {ATTEMPTS} attempts (attempt 0 kept)" if kept_empty else ""))
@@ -148,6 +151,11 @@ def write_queries(path: str | pathlib.Path, ds: Dataset, seed: int, specs: list[
 
 
 def read_queries(path: str | pathlib.Path) -> tuple[dict, list[QuerySpec]]:
+    """The header and the specs of a queries file, every spec parsed into typed,
+    bounded values (spec.py) before anything renders it; UserError in one line
+    naming the file and line of the first that does not parse."""
+    from .spec import SpecError, parse
+
     p = pathlib.Path(path)
     try:
         lines = p.read_text().splitlines()
@@ -157,13 +165,24 @@ def read_queries(path: str | pathlib.Path) -> tuple[dict, list[QuerySpec]]:
         raise UserError(f"{p}: cannot read the queries file ({getattr(exc, 'strerror', None) or exc})") from None
     try:
         head = json.loads(lines[0])
-        if head.get("tsbench_queries") != FORMAT_VERSION:
+        if not isinstance(head, dict) or head.get("tsbench_queries") != FORMAT_VERSION:
             raise ValueError("not a tsbench queries file")
-        specs = [QuerySpec.from_dict(json.loads(x)) for x in lines[1:] if x.strip()]
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError, OverflowError) as exc:   # JSON of another shape
+        if not isinstance(head.get("dataset"), dict):
+            raise ValueError("its header names no dataset")
+    except (ValueError, IndexError, RecursionError) as exc:
         raise UserError(f"{p}: not a tsbench queries file ({exc})") from None
+    specs, ids = [], set()
+    for no, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            s = QuerySpec(*parse(json.loads(line)))
+        except (ValueError, RecursionError) as exc:        # SpecError, or not JSON
+            raise UserError(f"{p}:{no}: {exc if isinstance(exc, SpecError) else f'not JSON ({exc})'}") from None
+        if s.id in ids:
+            raise UserError(f"{p}:{no}: query id {s.id} given twice")
+        ids.add(s.id)
+        specs.append(s)
     if not specs:
         raise UserError(f"{p}: the queries file holds no query")
-    for s in specs:
-        query_type(s.type)
     return head, specs

@@ -13,6 +13,7 @@ Every answer is normalized to canonical rows: (time_ns or None, *group values,
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -52,6 +53,7 @@ class QuerySpec:
 class Value:
     name: str
     kind: str = "float"          # "float" | "int" | "str"
+    stored: bool = False         # a value as stored (max, min, a row's field): equal bit for bit, not computed
 
 
 @dataclass
@@ -130,7 +132,8 @@ class SqlSpelling:
         return "epoch_ns(m.time)"
 
     def bucket_ns(self, width_ns: int) -> str:
-        return f"(epoch_ns(m.time) // {width_ns}) * {width_ns}"
+        w = int(width_ns)
+        return f"(epoch_ns(m.time) // {w}) * {w}"
 
     def ts(self, ns: int) -> str:
         """A TIMESTAMPTZ literal of an epoch-ns instant (microsecond precision)."""
@@ -154,7 +157,16 @@ def q(name: str) -> str:
 
 
 def lit(s: str) -> str:
+    """An SQL string literal: 'text', quotes doubled."""
     return "'" + s.replace("'", "''") + "'"
+
+
+def num(x: float) -> str:
+    """An SQL double literal (a finite float's shortest repr): the SQL dialects' one number spelling."""
+    x = float(x)
+    if not math.isfinite(x):
+        raise ValueError(f"not a finite number: {x!r}")
+    return repr(x)
 
 
 @dataclass(frozen=True)

@@ -33,16 +33,25 @@ class CachedReference:
 
     def expected(self, spec: QuerySpec) -> list[tuple]:
         """The reference answer (each distinct query looked up once per process)."""
-        key = answer_store.query_key(spec, reference.reference_sql(spec))
+        return self._get(spec, reference.reference_sql(spec), lambda e: e.answer(spec), True)
+
+    def scales(self, spec: QuerySpec) -> list[tuple]:
+        """A summed aggregate's n and sum|x| per row and field (Reference.scales), cached alike."""
+        return self._get(spec, reference.reference_scale_sql(spec), lambda e: e.scale_answer(spec), False)
+
+    def _get(self, spec: QuerySpec, sql: str, compute, answer: bool) -> list[tuple]:
+        """Rows of the reference's SQL for spec: from memory, the disk cache or the engine
+        (answer: counted among the answers' hits and misses)."""
+        key = answer_store.query_key(spec, sql)
         if key not in self.answers:
             rows = self.store.get(key) if self.store is not None else None
             if rows is None:
-                self.misses += 1
-                rows = self._built().answer(spec)       # kept here, not in the engine too
+                self.misses += answer
+                rows = compute(self._built())            # kept here, not in the engine too
                 if self.store is not None:
                     self.store.put(key, rows)
             else:
-                self.hits += 1
+                self.hits += answer
             self.answers[key] = rows
         return self.answers[key]
 

@@ -45,7 +45,7 @@ from functools import partial
 import numpy as np
 
 from ..usecases.iot import TRUCK_TAGS
-from .base import DAY, MINUTE, DatasetContext, QueryType, SqlSpelling, Value, draw_entities, draw_window, lit
+from .base import DAY, MINUTE, DatasetContext, QueryType, SqlSpelling, Value, draw_entities, draw_window, lit, num
 from .catalog import CATALOG, CUSTOM, register
 
 TEN_MIN = 10 * MINUTE
@@ -55,7 +55,7 @@ R, D_ = "readings", "diagnostics"          # the two measurements
 
 def _num(x: float) -> str:
     """A double literal both engines read alike."""
-    return f"CAST({float(x)!r} AS DOUBLE PRECISION)"
+    return f"CAST({num(x)} AS DOUBLE PRECISION)"
 
 
 def _dbl(expr: str) -> str:
@@ -78,9 +78,11 @@ def _all(ctx: DatasetContext) -> dict:
 
 
 class _Type:
-    """One custom type: its name, measurement, columns and SQL."""
+    """One custom type: its name, the parameters it is drawn with (besides shape and
+    type; a queries file must give exactly these), its columns and SQL."""
 
     name = ""
+    params: tuple[str, ...] = ("start", "end")
 
     def columns(self, p: dict) -> tuple[bool, list[str], list[Value]]:
         raise NotImplementedError
@@ -104,7 +106,7 @@ class _Newest(_Type):
     fields: tuple[str, ...] = ()
 
     def columns(self, p):
-        return True, ["name", "driver"], [Value(f) for f in self.fields]
+        return True, ["name", "driver"], [Value(f, stored=True) for f in self.fields]
 
     def where(self, p: dict, d: SqlSpelling) -> list[str]:
         m = self.measurement
@@ -138,6 +140,7 @@ class LastLoc(_Newest):
     would come twice; InfluxQL groups by name, driver; here: once per truck)."""
 
     name = "last-loc"
+    params = ("fleet",)
     fields = ("longitude", "latitude")
 
 
@@ -147,6 +150,7 @@ class SingleLastLoc(_Newest):
     driver, longitude, latitude."""
 
     name = "single-last-loc"
+    params = ("names",)
     fields = ("longitude", "latitude")
 
 
@@ -158,6 +162,7 @@ class LowFuel(_Newest):
     fuel_state <= 0.1, however old: trucks that ever ran low, not trucks low now."""
 
     name = "low-fuel"
+    params = ("fleet", "fuel_below")
     measurement = D_
     fields = ("fuel_state",)
 
@@ -172,6 +177,7 @@ class HighLoad(_Newest):
     dialects use > and >= on a continuous value: the same answers.)"""
 
     name = "high-load"
+    params = ("fleet", "load_above")
     measurement = D_
     fields = ("current_load", "load_capacity")
 
@@ -189,6 +195,7 @@ class Stationary(_Type):
     minutes of the data, (end - 10m, end]; here the window is drawn."""
 
     name = "stationary-trucks"
+    params = ("fleet", "start", "end", "velocity_below")
 
     def columns(self, p):
         return False, ["name", "driver"], [Value("avg_velocity")]
@@ -209,6 +216,8 @@ class LongSessions(_Type):
     the number of driving buckets. The window starts on a 10-minute boundary, so
     it holds whole buckets. (InfluxQL's dialect takes (start, end]; here [start,
     end) as everywhere else.)"""
+
+    params = ("fleet", "start", "end", "velocity_above", "min_periods")
 
     def __init__(self, name: str):
         self.name = name
@@ -236,6 +245,7 @@ class AvgVsProjectedFuel(_Type):
     Both TSBS dialects weigh by rows, as here."""
 
     name = "avg-vs-projected-fuel-consumption"
+    params = ("start", "end", "velocity_above")
 
     def columns(self, p):
         return False, ["fleet"], [Value("avg_fuel_consumption"), Value("projected_fuel_consumption")]
@@ -256,6 +266,7 @@ class AvgDailyDrivingDuration(_Type):
     every bucket with data (no velocity test) and does not average the days."""
 
     name = "avg-daily-driving-duration"
+    params = ("start", "end", "velocity_above")
 
     def columns(self, p):
         return False, ["fleet", "name", "driver"], [Value("avg_daily_hours")]
@@ -282,6 +293,7 @@ class AvgDailyDrivingSession(_Type):
     the same with difference()/elapsed() but its signs and buckets differ.)"""
 
     name = "avg-daily-driving-session"
+    params = ("start", "end", "velocity_above")
 
     def columns(self, p):
         return True, ["name"], [Value("avg_session_minutes")]
@@ -330,6 +342,7 @@ class DailyActivity(_Type):
     averages status over all the group's trucks per bucket. Here: buckets."""
 
     name = "daily-activity"
+    params = ("start", "end", "status_below")
 
     def columns(self, p):
         return True, ["fleet", "model"], [Value("daily_activity")]

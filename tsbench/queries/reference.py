@@ -21,7 +21,7 @@ from .. import homedir
 from ..dataset import Dataset
 from ..native import Simulator
 from .base import QuerySpec, SqlSpelling, q
-from .shapes import sql
+from .shapes import scale_sql, sql
 
 CHUNK = 1 << 19         # rows a fill hands over at once: its arrays and their Arrow copies are the build's peak
 MEMORY_LIMIT = "256MB"     # DuckDB's buffer pool for the reference database
@@ -93,6 +93,18 @@ class Reference:
         """The reference answer computed now, not kept (for a caller that keeps answers itself)."""
         return [tuple(r) for r in self.con.execute(self.sql(spec)).fetchall()]
 
+    def scales(self, spec: QuerySpec) -> list[tuple]:
+        """A summed aggregate's n and sum|x| per answer row and field (shapes.scale_sql), kept
+        like answers: what compare.py bounds its rounding error by."""
+        q = reference_scale_sql(spec)
+        got = self._answers.get(q)
+        if got is None:
+            got = self._answers[q] = self.scale_answer(spec)
+        return got
+
+    def scale_answer(self, spec: QuerySpec) -> list[tuple]:
+        return [tuple(r) for r in self.con.execute(reference_scale_sql(spec)).fetchall()]
+
 
 def _scratch_dir() -> str:
     """A new folder for the reference database in tsbench's home (on disk, where /tmp
@@ -112,3 +124,8 @@ def _remove(con: duckdb.DuckDBPyConnection, folder: str) -> None:
 def reference_sql(spec: QuerySpec) -> str:
     """The SQL the reference engine answers a query with."""
     return sql(spec.params, SqlSpelling())
+
+
+def reference_scale_sql(spec: QuerySpec) -> str:
+    """The SQL of a summed aggregate's scales (n and sum|x| per row and field)."""
+    return scale_sql(spec.params, SqlSpelling())

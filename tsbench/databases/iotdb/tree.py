@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ...errors import Unsupported, UserError
+from ...queries.base import num
 from ...queries.dialect import Dialect
 from ...queries.shapes import OPS, columns
 from .iot import CUSTOM, EXCLUDED
@@ -162,7 +163,7 @@ class IotdbTree(Dialect):
         if vf:
             if vf["op"] not in OPS:
                 raise Unsupported(f"iotdb: value filter op {vf['op']!r}")
-            conds.append(f"{node(vf['field'])} {vf['op']} {float(vf['value'])!r}")
+            conds.append(f"{node(vf['field'])} {vf['op']} {num(vf['value'])}")
         return f"SELECT {sel} FROM {', '.join(self._devices(p, tags, vals) or ['-'])} WHERE {' AND '.join(conds)}"
 
     @staticmethod

@@ -44,7 +44,8 @@ class PostgresSpelling(SqlSpelling):
     def bucket_ns(self, width_ns: int) -> str:
         if self.time_bucket:             # TimescaleDB's own bucketing (timescale.py)
             return timescale.bucket_ns("m.time", width_ns)
-        return f"({self.time_ns()} / {width_ns}) * {width_ns}"
+        w = int(width_ns)
+        return f"({self.time_ns()} / {w}) * {w}"
 
 
 class PostgresQueries:

@@ -20,7 +20,7 @@ differs or has a better one.
 from __future__ import annotations
 
 from ...errors import Unsupported
-from ...queries.base import DAY, HOUR, MINUTE, SqlSpelling, iso, lit
+from ...queries.base import DAY, HOUR, MINUTE, SqlSpelling, iso, lit, num
 from ...queries.iot import D_, R, TEN_MIN
 from ...queries.shapes import AGG_SQL, _where as where
 from ...queries.sql import Sql
@@ -52,10 +52,6 @@ def sample_by(width_ns: int) -> str | None:
         return None
     unit, n = next((u, n) for u, n in UNITS if width_ns % n == 0)
     return f"SAMPLE BY {width_ns // n}{unit} ALIGN TO CALENDAR"
-
-
-def _num(x: float) -> str:
-    return repr(float(x))
 
 
 class QuestSql(Sql):
@@ -119,7 +115,7 @@ def _stationary(d, p):
     inner = (f"SELECT {nm} AS nm, {dr} AS dr, avg(m.velocity) AS v FROM {d.table(R)} "
              f"WHERE {d.window(p['start'], p['end'])} AND {_not_null(d, R, 'name', 'driver')} "
              f"AND {fl} = {lit(p['fleet'])} GROUP BY {nm}, {dr}")
-    return f"SELECT nm, dr, v FROM ({inner}) WHERE v < {_num(p['velocity_below'])}"
+    return f"SELECT nm, dr, v FROM ({inner}) WHERE v < {num(p['velocity_below'])}"
 
 
 def _driving_buckets(d, p, m: str, tags: tuple[str, ...], *buckets: tuple[str, int], cond: str) -> str:
@@ -134,7 +130,7 @@ def _driving_buckets(d, p, m: str, tags: tuple[str, ...], *buckets: tuple[str, i
 
 def _long_sessions(d, p):
     b = _driving_buckets(d, p, R, (("name", "nm"), ("driver", "dr")), ("tb", TEN_MIN), cond="avg(m.velocity)")
-    counted = f"SELECT nm, dr, count() AS n FROM ({b}) WHERE c > {_num(p['velocity_above'])} GROUP BY nm, dr"
+    counted = f"SELECT nm, dr, count() AS n FROM ({b}) WHERE c > {num(p['velocity_above'])} GROUP BY nm, dr"
     return f"SELECT nm, dr, n FROM ({counted}) WHERE n > {int(p['min_periods'])}"
 
 
@@ -142,13 +138,13 @@ def _avg_vs_projected(d, p):
     fl = d.tag(R, "fleet")
     return (f"SELECT {fl}, avg(m.fuel_consumption), avg(m.nominal_fuel_consumption) FROM {d.table(R)} "
             f"WHERE {d.window(p['start'], p['end'])} AND {_not_null(d, R, 'name', 'fleet')} "
-            f"AND m.velocity > {_num(p['velocity_above'])} GROUP BY {fl}")
+            f"AND m.velocity > {num(p['velocity_above'])} GROUP BY {fl}")
 
 
 def _daily_duration(d, p):
     b = _driving_buckets(d, p, R, (("fleet", "fl"), ("name", "nm"), ("driver", "dr")), ("dy", DAY), ("tb", TEN_MIN),
                          cond="avg(m.velocity)")
-    days = (f"SELECT fl, nm, dr, dy, count() AS n FROM ({b}) WHERE c > {_num(p['velocity_above'])} "
+    days = (f"SELECT fl, nm, dr, dy, count() AS n FROM ({b}) WHERE c > {num(p['velocity_above'])} "
             f"GROUP BY fl, nm, dr, dy")
     return f"SELECT fl, nm, dr, avg(cast(n AS double) / 6) FROM ({days}) GROUP BY fl, nm, dr"
 
@@ -158,7 +154,7 @@ def _daily_session(d, p):
     b = (f"SELECT {nm} AS nm, {d.bucket_ns(DAY)} AS dy, {d.bucket_ns(TEN_MIN)} AS tb, avg(m.velocity) AS v, "
          f"count(m.velocity) AS k FROM {d.table(R)} WHERE {d.window(p['start'], p['end'])} AND {nm} IS NOT NULL "
          f"GROUP BY {nm}, dy, tb")
-    drv = (f"SELECT nm, dy, tb, CASE WHEN v > {_num(p['velocity_above'])} THEN 1 ELSE 0 END AS driving "
+    drv = (f"SELECT nm, dy, tb, CASE WHEN v > {num(p['velocity_above'])} THEN 1 ELSE 0 END AS driving "
            f"FROM ({b}) WHERE k > 0")
     c = f"SELECT nm, dy, tb, driving, lag(driving) OVER (PARTITION BY nm ORDER BY tb) AS prev FROM ({drv})"
     s = (f"SELECT nm, dy, tb, driving, lead(tb) OVER (PARTITION BY nm ORDER BY tb) AS stop FROM ({c}) "
@@ -179,7 +175,7 @@ def _daily_activity(d, p):
     b = _driving_buckets(d, p, D_, (("fleet", "fl"), ("model", "md"), ("name", "nm")), ("dy", DAY), ("tb", TEN_MIN),
                          cond="avg(cast(m.status AS double))")
     return (f"SELECT dy, fl, md, cast(count() AS double) / 144 FROM ({b}) "
-            f"WHERE c < {_num(p['status_below'])} GROUP BY dy, fl, md")
+            f"WHERE c < {num(p['status_below'])} GROUP BY dy, fl, md")
 
 
 def _breakdowns(d, p):
@@ -196,9 +192,9 @@ def _breakdowns(d, p):
 IOT = {
     "last-loc": _newest(R, ("longitude", "latitude")),
     "single-last-loc": _newest(R, ("longitude", "latitude")),
-    "low-fuel": _newest(D_, ("fuel_state",), lambda p: f'"fuel_state" < {_num(p["fuel_below"])}'),
+    "low-fuel": _newest(D_, ("fuel_state",), lambda p: f'"fuel_state" < {num(p["fuel_below"])}'),
     "high-load": _newest(D_, ("current_load", "load_capacity"),
-                         lambda p: f'"current_load" > {_num(p["load_above"])} * "load_capacity"'),
+                         lambda p: f'"current_load" > {num(p["load_above"])} * "load_capacity"'),
     "stationary-trucks": _stationary,
     "long-driving-sessions": _long_sessions,
     "long-daily-sessions": _long_sessions,
