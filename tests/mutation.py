@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import pathlib
 from dataclasses import dataclass
 
@@ -167,9 +168,41 @@ def write_mutated(df: DataFile, m: Mutation, out: str | pathlib.Path) -> DataFil
     out.write_bytes(data)
     manifest = dict(df.manifest, rows=df.rows - 1, values=df.values - removed_values, bytes=len(data),
                     file_bytes=len(data), sha256=hashlib.sha256(data).hexdigest(),
-                    mutation=m.describe())
+                    stats=_stats_of_lines(df, lines, cols), mutation=m.describe())
     pathlib.Path(str(out) + ".manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return open_datafile(out)
+
+
+def _stats_of_lines(df: DataFile, lines: list[str], cols: dict) -> dict:
+    """The manifest's "stats" of the copy, recounted from its text (per table: distinct
+    tag sets, and per field count, sum, sum of magnitudes, min and max)."""
+    tables = {t.name: t for t in tables_of(df.dataset, 0, 0).tables}
+    seen = {name: ({}, set()) for name in tables}        # table -> (field -> values, tag sets)
+    for line in lines:
+        if df.format == "influx":
+            meas, tags, fieldset, _ = _lp_point(line)
+            values = dict(kv.split("=", 1) for kv in fieldset.split(","))
+            key = tuple(sorted(tags.items()))
+        else:
+            cells = line.split(",")
+            meas, c = cells[0], cols[cells[0]]
+            values = {f: cells[c[f]] for f in tables[meas].field_names if cells[c[f]] != ""}
+            key = tuple(cells[c[t]] for t in tables[meas].tags)
+        fields, keys = seen[meas]
+        keys.add(key)
+        types = {c.name: c.type for c in tables[meas].fields}
+        for f, v in values.items():
+            fields.setdefault(f, []).append(int(v.rstrip("i")) if types[f] == "int" else float(v))
+    out = {}
+    for name, t in tables.items():
+        fields, keys = seen[name]
+        out[name] = {"series": len(keys), "fields": {}}
+        for col in t.fields:
+            vs = fields.get(col.name, [])
+            total = sum(vs) if col.type == "int" else math.fsum(vs)
+            out[name]["fields"][col.name] = {"count": len(vs), "sum": total, "sum_abs": math.fsum(abs(v) for v in vs),
+                                             "min": min(vs) if vs else None, "max": max(vs) if vs else None}
+    return out
 
 
 def covers(params: dict, p: Point, ds) -> bool:
