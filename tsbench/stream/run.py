@@ -267,6 +267,8 @@ class Writers:
             due = pacer.due(now)
             if due > now and await _stopped_within(self.stop, due - now):
                 return
+            if due <= now and await self._yielded():
+                return
             start = due if opts.rate else time.perf_counter()
             try:
                 await write_with_backoff(self.target, b, opts, rng, lambda _pause: stats.backoff(w))
@@ -281,6 +283,16 @@ class Writers:
             pacer.sent(b.rows, done, done - start)
             if not opts.rate:
                 stats.delay(w, pacer.delay)
+
+    async def _yielded(self) -> bool:
+        """A batch due at once (behind the schedule, or as fast as answered): the event loop
+        runs first, so the duration's timer, the ticker and a signal's cancellation are
+        served even when the target's write never suspends (null); past the duration (its
+        own clock, not only the timer) the writer stops. True: stop."""
+        await asyncio.sleep(0)
+        if self.opts.duration is not None and time.perf_counter() - self.t0 >= self.opts.duration:
+            self.stop.set()
+        return self.stop.is_set()
 
     def refused(self, w: int, exc: BaseException) -> None:
         """A refused batch: dropped and counted; past max_errors the run stops."""
