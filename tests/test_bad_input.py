@@ -235,6 +235,8 @@ TOO_LARGE = [
     (LOAD + ("-b", BIG), "--batch-size"),
     (LOAD + ("-b", "1000001"), "--batch-size"),
     (LOAD + ("-j", BIG), "--processes"),
+    (LOAD + ("--cluster", "local:" + BIG), "--cluster"),
+    (STREAM + ("--cluster", "local:257"), "--cluster"),
     (LOAD + ("--give-up-after", HUGE), "--give-up-after"),
     (LOAD + ("--stall-timeout", HUGE), "--stall-timeout"),
     (("load", "-t", "duckdb", "--generate", "scale=" + BIG), "--scale"),

@@ -193,7 +193,7 @@ def generate(use_case, scale, start, end, interval, seed, fmt, output, compress,
               help="When the database already holds data.")
 @click.option("--cluster", default=None, metavar="ADDRESS",
               help="Spread the load over a Dask cluster, one client slot per worker, each over its share "
-                   "of DATAFILE (a path every worker sees): local:N (N worker processes here) or "
+                   "of DATAFILE (a path every worker sees): local:N (N worker processes here, N <= 256) or "
                    "tcp://HOST:PORT (a running Dask scheduler).")
 @click.option("--option", "-O", "options", multiple=True, metavar="KEY=VALUE",
               help="Target option, repeatable: influx api=v2; postgres tags=inline index=brin ...")
@@ -433,7 +433,7 @@ def _print_load(s: dict, srv) -> None:
               help="Serve the per-second figures for Prometheus at http://127.0.0.1:PORT/metrics (0: a free port).")
 @click.option("--cluster", default=None, metavar="ADDRESS",
               help="Stream from a Dask cluster, one client slot per worker, each with --writers writers over "
-                   "its group of the entities and its share of --rate: local:N or tcp://HOST:PORT.")
+                   "its group of the entities and its share of --rate: local:N (N <= 256) or tcp://HOST:PORT.")
 @click.option("--keep-server", is_flag=True, help="Leave the local server running.")
 @click.option("--no-verify", is_flag=True, help="Skip the count check at the end.")
 @click.option("--quiet", "-q", is_flag=True, help="No per-second lines and no summary.")
@@ -711,7 +711,7 @@ def _exec_options(f):
               help="Seconds with no query answered (a stopped or wedged server) before the execute fails.")
 @click.option("--cluster", default=None, metavar="ADDRESS",
               help="Run the measured queries from a Dask cluster, one client slot per worker with --workers "
-                   "each, all at once: local:N or tcp://HOST:PORT.")
+                   "each, all at once: local:N (N <= 256) or tcp://HOST:PORT.")
 def execute(queries_file, target_name, server, load_file, options, server_options, json_out, quiet, workers, count,
             duration, burn_in, rate, cache, no_validate, print_responses, max_rows, query_timeout,
             stall_timeout, cluster) -> None:
