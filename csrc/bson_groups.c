@@ -28,9 +28,12 @@ static uint64_t table_size(uint64_t n)
     return t;
 }
 
+/* more lines than any memory holds: below it the sizes here fit 64 bits */
+#define MAX_LINES ((uint64_t)1 << 56)
+
 uint64_t ts_bson_groups_scratch(uint64_t n)
 {
-    return table_size(n) + 4 * n;
+    return n > MAX_LINES ? UINT64_MAX : table_size(n) + 4 * n;
 }
 
 static uint32_t le32(const char *p)
@@ -74,7 +77,7 @@ int32_t ts_bson_groups(const char *keys, const uint64_t *key_ends, const char *d
                        char *updates, uint64_t updates_cap, uint64_t *update_ends, uint64_t ends_cap,
                        uint64_t *scratch, uint64_t scratch_cap, ts_groups_out *out)
 {
-    if (!out || (n && (!keys || !key_ends || !docs || !doc_ends || !scratch)) || !name ||
+    if (!out || n > MAX_LINES || (n && (!keys || !key_ends || !docs || !doc_ends || !scratch)) || !name ||
         memchr(name, 0, name_len) || name_len > 1024 || scratch_cap < ts_bson_groups_scratch(n))
         return TS_ERR_ARG;
     memset(out, 0, sizeof *out);

@@ -531,6 +531,26 @@ static void compute_bounds(ts_sim *sim, int32_t fmt)
     }
 }
 
+static uint64_t mem_layout(const ts_sim *sim, int32_t fmt, uint64_t off[TS_MEM_PARTS],
+                           uint64_t stride[TS_MEM_PARTS]);
+
+/* the per-entity memory of every cache format has a size below 2^64 */
+static int memory_fits(const ts_sim *sim)
+{
+    uint64_t off[TS_MEM_PARTS], stride[TS_MEM_PARTS];
+    for (int32_t fmt = -1; fmt < TS_FMT_COUNT; fmt++)
+        if (mem_layout(sim, fmt, off, stride) == UINT64_MAX) return 0;
+    return 1;
+}
+
+/* the last timestamp, a late entry's included, is an int64 */
+static int times_fit(const ts_sim *sim)
+{
+    int64_t span, end;
+    return !__builtin_mul_overflow(sim->total_epochs, sim->interval_ns, &span) &&
+           !__builtin_add_overflow(sim->start_ns, span, &end);
+}
+
 ts_sim *ts_sim_new(const ts_schema *sc, uint64_t seed, int64_t entity_lo, int64_t entity_hi,
                    int64_t start_ns, int64_t interval_ns, int64_t epochs, char *err, size_t err_cap)
 {
@@ -603,6 +623,12 @@ ts_sim *ts_sim_new(const ts_schema *sc, uint64_t seed, int64_t entity_lo, int64_
         fail(err, err_cap, "out of memory");
         return NULL;
     }
+    if (!times_fit(sim) || !memory_fits(sim)) {
+        ts_sim_free(sim);
+        fail(err, err_cap, "%lld entities over %lld epochs: beyond what 64-bit sizes and times hold",
+             (long long)(entity_hi - entity_lo), (long long)epochs);
+        return NULL;
+    }
     return sim;
 }
 
@@ -621,6 +647,19 @@ static uint64_t blob_behind(const ts_sim *sim, int64_t el)
 
 #define TS_MEM_ALIGN 4096u   /* each part starts on a page: a part's pages hold only its own entities */
 
+/* a * b and a + b, or UINT64_MAX where the exact result does not fit: a size no memory has */
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 /* bytes per local entity of each part (TS_MEM_*), with the tag parts of format fmt cached (-1: none) */
 static void mem_strides(const ts_sim *sim, int32_t fmt, uint64_t stride[TS_MEM_PARTS])
 {
@@ -628,14 +667,15 @@ static void mem_strides(const ts_sim *sim, int32_t fmt, uint64_t stride[TS_MEM_P
     stride[TS_MEM_BASE] = sizeof(uint64_t) * ns;
     stride[TS_MEM_STATE] = sizeof(double) * (uint64_t)sim->n_fields;
     stride[TS_MEM_PEND_N] = cap ? sizeof(int32_t) * ns : 0;
-    stride[TS_MEM_PEND] = sizeof(ts_pending) * ns * cap;
-    stride[TS_MEM_PEND_VALS] = sizeof(double) * ns * cap * (uint64_t)sim->max_series_fields;
+    stride[TS_MEM_PEND] = mul_sat(sizeof(ts_pending) * ns, cap);
+    stride[TS_MEM_PEND_VALS] = mul_sat(mul_sat(sizeof(double) * ns, cap), (uint64_t)sim->max_series_fields);
     stride[TS_MEM_PFX_INDEX] = fmt >= 0 ? sizeof(uint64_t) * ns : 0;
     stride[TS_MEM_PFX_BLOB] = 0;
-    for (int32_t s = 0; fmt >= 0 && s < sim->n_series; s++) stride[TS_MEM_PFX_BLOB] += sim->pfx_bound[fmt][s];
+    for (int32_t s = 0; fmt >= 0 && s < sim->n_series; s++)
+        stride[TS_MEM_PFX_BLOB] = add_sat(stride[TS_MEM_PFX_BLOB], sim->pfx_bound[fmt][s]);
 }
 
-/* where each part starts; returns the bytes of the whole */
+/* where each part starts; returns the bytes of the whole (UINT64_MAX: beyond 64 bits) */
 static uint64_t mem_layout(const ts_sim *sim, int32_t fmt, uint64_t off[TS_MEM_PARTS],
                            uint64_t stride[TS_MEM_PARTS])
 {
@@ -643,8 +683,9 @@ static uint64_t mem_layout(const ts_sim *sim, int32_t fmt, uint64_t off[TS_MEM_P
     mem_strides(sim, fmt, stride);
     for (int i = 0; i < TS_MEM_PARTS; i++) {
         uint64_t pad = i == TS_MEM_PFX_BLOB && fmt >= 0 ? TS_PIECE_PAD : 0;   /* tag parts: read 32 bytes at a time */
+        uint64_t part = add_sat(mul_sat(stride[i], (uint64_t)sim->n_entities), pad + TS_MEM_ALIGN - 1);
         off[i] = used;
-        used += (stride[i] * (uint64_t)sim->n_entities + pad + TS_MEM_ALIGN - 1) / TS_MEM_ALIGN * TS_MEM_ALIGN;
+        used = add_sat(used, part / TS_MEM_ALIGN * TS_MEM_ALIGN);
     }
     return used;
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 
 import pytest
 
@@ -258,6 +259,83 @@ COMMANDS = [
 ]
 
 
+# ---- numbers too large: every numeric option has a bound, shown in --help (issue 35 items 7, 10) ---
+
+BIG = "99999999999999999999"
+HUGE = "1e300"
+LOAD = ("load", "{w}/data.lp", "-t", "influx")
+STREAM = ("stream", "-t", "null", "-q", "--duration", "1")
+EXEC = ("execute", "{w}/q.jsonl", "-t", "duckdb")
+QGEN = ("queries", "generate", "{w}/data.lp", "-T", "max-cpu-1", "-o", "{w}/q2.jsonl")
+
+TOO_LARGE = [
+    (GEN + ("--scale", "1000000001", "-o", "{w}/x.lp"), "--scale"),
+    (GEN + ("--scale", BIG, "-o", "{w}/x.lp"), "--scale"),
+    (GEN + ("--groups", "4097", "-o", "{w}/x.lp"), "--groups"),
+    (GEN + ("--group", BIG, "--groups", "2", "-o", "{w}/x.lp"), "--group"),
+    (GEN + ("-j", "257", "-o", "{w}/x.lp"), "--processes"),
+    (("generate", "--start", "9999-01-01T00:00:00Z", "-o", "{w}/x.lp"), "--start"),
+    (("generate", "--start", "-" + BIG, "-o", "{w}/x.lp"), "--start"),
+    (GEN[:3] + ("--end", BIG, "-o", "{w}/x.lp"), "--end"),
+    (GEN + ("--interval", "99999999999h", "-o", "{w}/x.lp"), "--interval"),
+    (GEN + ("-u", "iot", "-P", "max_delay=99999999999", "-o", "{w}/x.lp"), "--param"),
+    (GEN[:1] + ("-u", "synthetic", "-P", "tags=100000,100000,100000", "-o", "{w}/x.lp"), "--param"),
+    (GEN[:1] + ("-u", "synthetic", "-P", "fields=" + BIG, "-o", "{w}/x.lp"), "--param fields"),
+    (GEN[:1] + ("-u", "synthetic", "-P", "measurements=" + BIG, "-o", "{w}/x.lp"), "--param measurements"),
+    (LOAD + ("-w", BIG), "--workers"),
+    (LOAD + ("-w", "1025"), "--workers"),
+    (LOAD + ("-b", BIG), "--batch-size"),
+    (LOAD + ("-b", "1000001"), "--batch-size"),
+    (LOAD + ("-j", BIG), "--processes"),
+    (LOAD + ("--cluster", "local:" + BIG), "--cluster"),
+    (STREAM + ("--cluster", "local:257"), "--cluster"),
+    (LOAD + ("--give-up-after", HUGE), "--give-up-after"),
+    (LOAD + ("--stall-timeout", HUGE), "--stall-timeout"),
+    (("load", "-t", "duckdb", "--generate", "scale=" + BIG), "--scale"),
+    (("load", "-t", "duckdb", "--generate", "start=9999-01-01T00:00:00Z"), "--start"),
+    (STREAM + ("--scale", "1000000000000"), "--scale"),
+    (STREAM + ("--start", "9999-01-01T00:00:00Z"), "--start"),
+    (STREAM + ("--start", "2200-01-01T00:00:00Z"), "--start"),
+    (STREAM + ("-w", BIG), "--writers"),
+    (STREAM + ("-b", BIG), "--batch-size"),
+    (STREAM + ("--rate", HUGE), "--rate"),
+    (STREAM[:-2] + ("--duration", HUGE), "--duration"),
+    (STREAM + ("--delay", HUGE), "--delay"),
+    (STREAM + ("--target-latency", HUGE), "--target-latency"),
+    (STREAM + ("--points-per-series", BIG), "--points-per-series"),
+    (STREAM + ("--points-per-series", "999999999999"), "--points-per-series"),
+    (STREAM + ("--max-errors", BIG), "--max-errors"),
+    (STREAM + ("--give-up-after", HUGE), "--give-up-after"),
+    (STREAM + ("--stall-timeout", HUGE), "--stall-timeout"),
+    (STREAM + ("--query-rate", HUGE), "--query-rate"),
+    (STREAM + ("--query-workers", BIG), "--query-workers"),
+    (STREAM + ("--query-window", HUGE), "--query-window"),
+    (STREAM + ("--freshness-every", HUGE), "--freshness-every"),
+    (STREAM + ("--seed", BIG), "--seed"),
+    (QGEN + ("-n", "1000001"), "--count"),
+    (QGEN + ("--seed", BIG), "--seed"),
+    (EXEC + ("-w", "1025"), "--workers"),
+    (EXEC + ("-n", BIG), "--count"),
+    (EXEC + ("--burn-in", BIG), "--burn-in"),
+    (EXEC + ("--rate", HUGE), "--rate"),
+    (EXEC + ("--duration", HUGE), "--duration"),
+    (EXEC + ("--max-rows", BIG), "--max-rows"),
+    (EXEC + ("--query-timeout", HUGE), "--query-timeout"),
+    (EXEC + ("--stall-timeout", HUGE), "--stall-timeout"),
+]
+COMMANDS += TOO_LARGE
+
+
+@pytest.mark.parametrize("option", ["--scale", "--workers", "--batch-size", "--rate", "--duration", "--count"])
+def test_the_bound_of_a_number_is_in_its_help(capsys, option):
+    command = {"--scale": "stream", "--workers": "load", "--batch-size": "load", "--rate": "stream",
+               "--duration": "stream", "--count": "execute"}[option]
+    with pytest.raises(SystemExit):
+        cli.main([command, "--help"])
+    text = capsys.readouterr().out
+    block = re.search(rf"^\s+(-\w, )?{option} .*?(?=^\s+-)", text, re.M | re.S).group(0)
+    assert re.search(r"x<=\d", block), block
+
 @pytest.mark.parametrize("argv,needle", COMMANDS, ids=lambda a: " ".join(a) if isinstance(a, tuple) else None)
 def test_bad_command_line(capsys, w, argv, needle):
     code, err = call(capsys, *(a.replace("{w}", str(w)) for a in argv))
@@ -314,6 +392,24 @@ EXPERIMENTS = [
     (GOOD + "  load.batch_size: [x]\n", ":8: matrix.load.batch_size: 'x'"),
     (GOOD + "  target: [a, b]\n", ":8: matrix.target: 'b' is not declared"),
     (GOOD + "repetitions: 0\n", ":8: repetitions"),
+    (GOOD + "repetitions: 1000000000\n", ":8: repetitions"),
+    (GOOD.replace("{scale: 1,", "{scale: 1000000000000,"), ":3: datasets.d: --scale"),
+    (GOOD.replace("{scale: 1,", "{start: \"9999-01-01T00:00:00Z\", scale: 1,"), ":3: datasets.d: --start"),
+    (GOOD + "  dataset.scale: [1, 1000000000000]\n", ":8: matrix.dataset.scale"),
+    (GOOD + "load: {batch_size: 99999999999999999999}\n", ":8: load.batch_size"),
+    (GOOD + "load: {workers: 100000}\n", ":8: load.workers"),
+    (GOOD + "load: {processes: 100000}\n", ":8: load.processes"),
+    (GOOD + "queries: {count: 99999999999}\n", ":8: queries.count"),
+    (GOOD + "execute: {count: 99999999999999999999}\n", ":8: execute.count"),
+    (GOOD + "execute: {burn_in: 99999999999999999999}\n", ":8: execute.burn_in"),
+    (GOOD + "execute: {workers: 100000}\n", ":8: execute.workers"),
+    (GOOD + "execute: {query_timeout: 1e300}\n", ":8: execute.query_timeout"),
+    (GOOD + "stream: {writers: 100000}\n", ":8: stream.writers"),
+    (GOOD + "stream: {batch_size: 99999999999999}\n", ":8: stream.batch_size"),
+    (GOOD + "stream: {rate: 1e300}\n", ":8: stream.rate"),
+    (GOOD + "stream: {duration: 1e300}\n", ":8: stream.duration"),
+    (GOOD + "stream: {points_per_series: 99999999999999999999}\n", ":8: stream.points_per_series"),
+    (GOOD + "stream: {query_workers: 100000}\n", ":8: stream.query_workers"),
     (GOOD + "load: {batch_size: 0}\n", ":8: load.batch_size"),
     (GOOD + "queries: {count: 0}\n", ":8: queries.count"),
     (GOOD + "execute: {burn_in: -1}\n", ":8: execute.burn_in"),
@@ -408,6 +504,10 @@ def test_tsbench_home_read_only(capsys, monkeypatch, tmp_path):
     (("generate", "--scale", "1", "--end", END, "-q", "-o", "/dev/full"), "--output"),
     (("report", "{w}/badjson"), "manifest.json"),
     (("execute", "{w}/q.jsonl", "-t", "duckdb", "--duration", "-1"), "--duration"),
+    (("stream", "-t", "null", "--scale", "1000000000000", "--duration", "1"), "--scale"),
+    (("generate", "--scale", "1000000000000", "-o", "-"), "--scale"),
+    (("generate", "--start", "9999-01-01T00:00:00Z", "-o", "-"), "--start"),
+    (("stream", "-t", "null", "-b", "99999999999999", "--duration", "1"), "--batch-size"),
 ])
 def test_bad_input_in_a_subprocess(w, args, needle):
     p = run_cli(*(a.replace("{w}", str(w)) for a in args), check=False)

@@ -256,7 +256,7 @@ def _one_line_error(p, pattern):
 def test_cli_errors_are_one_line(data, tmp_path):
     f = str(data["devops.lp"].path)
     _one_line_error(run_cli("load", f, "-t", "nosuchdb", check=False), r"unknown target 'nosuchdb' \(one of .*influx")
-    _one_line_error(run_cli("load", f, "-t", "null", "-b", "0", check=False), r"'--batch-size'.*0 is not in the range x>=1")
+    _one_line_error(run_cli("load", f, "-t", "null", "-b", "0", check=False), r"'--batch-size'.*0 is not in the range 1<=x<=1000000")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]            # bound, not listening: refused

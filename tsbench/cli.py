@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from . import secrets
+from . import bounds, secrets
 from .errors import UserError
 
 
@@ -44,10 +44,19 @@ class _Finite(click.FloatRange):
         return v
 
 
-AT_LEAST_1 = click.IntRange(min=1)
-AT_LEAST_0 = click.IntRange(min=0)
+AT_LEAST_1 = click.IntRange(1, bounds.MAX_COUNT)          # every number has its bound (bounds.py), shown in --help
+AT_LEAST_0 = click.IntRange(0, bounds.MAX_COUNT)
 SEED = click.IntRange(0, 2 ** 64 - 1)
-POSITIVE = _Finite(min=0, min_open=True)
+POSITIVE = _Finite(min=0, max=bounds.MAX_SECONDS, min_open=True)     # seconds
+SECONDS_0 = _Finite(min=0, max=bounds.MAX_SECONDS)
+RATE = _Finite(min=0, max=bounds.MAX_RATE, min_open=True)
+ENTITIES = click.IntRange(1, bounds.MAX_ENTITIES)
+GROUP, GROUPS = click.IntRange(0, bounds.MAX_GROUPS - 1), click.IntRange(1, bounds.MAX_GROUPS)
+PROCESSES = click.IntRange(1, bounds.MAX_PROCESSES)
+WORKERS = click.IntRange(1, bounds.MAX_WORKERS)
+BATCH_ROWS = click.IntRange(1, bounds.MAX_BATCH_ROWS)
+QUERIES, QUERIES_0 = click.IntRange(1, bounds.MAX_QUERIES), click.IntRange(0, bounds.MAX_QUERIES)
+PER_TYPE = click.IntRange(1, bounds.MAX_QUERIES_PER_TYPE)
 
 
 def _writable(ctx, param, value):
@@ -115,7 +124,7 @@ def cli() -> None:
 @cli.command()
 @click.option("--use-case", "-u", default="devops", show_default=True,
               help="devops, cpu-only, cpu-single, iot, synthetic or custom.")
-@click.option("--scale", type=AT_LEAST_1, default=None,
+@click.option("--scale", type=ENTITIES, default=None,
               help="Entities: hosts (devops), trucks (iot), hosts/entities (custom). [default: 1]")
 @click.option("--start", default="2016-01-01T00:00:00Z", show_default=True, help="First timestamp (RFC 3339).")
 @click.option("--end", default=None, help="End of the time range, exclusive (RFC 3339). [default: start + 1 day]")
@@ -126,10 +135,10 @@ def cli() -> None:
 @click.option("--output", "-o", default="-", show_default=True, callback=_writable,
               help="Data file, or - for stdout. A manifest FILE.manifest.json is written next to a file.")
 @click.option("--compress", default=None, help="none, gzip or zstd. [default: from the suffix .gz / .zst]")
-@click.option("--group", type=AT_LEAST_0, default=None, help="Write only group I (0-based) of --groups.")
-@click.option("--groups", type=AT_LEAST_1, default=1, show_default=True,
+@click.option("--group", type=GROUP, default=None, help="Write only group I (0-based) of --groups.")
+@click.option("--groups", type=GROUPS, default=1, show_default=True,
               help="Split the entities exactly into N groups; without --group, write N files F.g0 ... F.gN-1.")
-@click.option("--processes", "-j", type=AT_LEAST_1, default=1, show_default=True,
+@click.option("--processes", "-j", type=PROCESSES, default=1, show_default=True,
               help="Generate in N processes (same bytes as one).")
 @click.option("--param", "-P", "params", multiple=True, metavar="KEY=VALUE",
               help="Use-case parameter, repeatable: iot missing=0.1 late=0.3 ...; "
@@ -170,15 +179,15 @@ def generate(use_case, scale, start, end, interval, seed, fmt, output, compress,
 @click.option("--server", "-s", default="local", show_default=True,
               help="local (tsbench installs, starts and stops it; local:KIND for another server kind the "
                    "target runs on, e.g. local:elasticsearch) or the URL of a running server.")
-@click.option("--workers", "-w", type=AT_LEAST_1, default=4, show_default=True, help="Batches in flight at once.")
-@click.option("--batch-size", "-b", type=AT_LEAST_1, default=10_000, show_default=True, help="Rows per batch.")
-@click.option("--processes", "-j", type=AT_LEAST_1, default=1, show_default=True,
+@click.option("--workers", "-w", type=WORKERS, default=4, show_default=True, help="Batches in flight at once.")
+@click.option("--batch-size", "-b", type=BATCH_ROWS, default=10_000, show_default=True, help="Rows per batch.")
+@click.option("--processes", "-j", type=PROCESSES, default=1, show_default=True,
               help="Load processes, each with --workers workers over a share of the file.")
 @click.option("--if-exists", type=click.Choice(["abort", "reuse", "drop"]), default="abort", show_default=True,
               help="When the database already holds data.")
 @click.option("--cluster", default=None, metavar="ADDRESS",
               help="Spread the load over a Dask cluster, one client slot per worker, each over its share "
-                   "of DATAFILE (a path every worker sees): local:N (N worker processes here) or "
+                   "of DATAFILE (a path every worker sees): local:N (N worker processes here, N <= 256) or "
                    "tcp://HOST:PORT (a running Dask scheduler).")
 @click.option("--option", "-O", "options", multiple=True, metavar="KEY=VALUE",
               help="Target option, repeatable: influx api=v2; postgres tags=inline index=brin ...")
@@ -361,7 +370,7 @@ def _print_load(s: dict, srv) -> None:
 @click.option("--port", "ports", multiple=True, metavar="NAME=PORT", help="Fixed port for a local server.")
 @click.option("--use-case", "-u", default="devops", show_default=True,
               help="devops, cpu-only, cpu-single, iot, synthetic or custom.")
-@click.option("--scale", type=AT_LEAST_1, default=None, help="Entities: hosts (devops), trucks (iot) ... [default: 1]")
+@click.option("--scale", type=ENTITIES, default=None, help="Entities: hosts (devops), trucks (iot) ... [default: 1]")
 @click.option("--param", "-P", "params", multiple=True, metavar="KEY=VALUE",
               help="Use-case parameter, repeatable (synthetic tags=10,10,10 fields=1: inch's -t and -f).")
 @click.option("--schema", "schema_file", default=None, help="YAML schema file of the custom use case.")
@@ -372,13 +381,13 @@ def _print_load(s: dict, srv) -> None:
 @click.option("--time", "time_span", default=None,
               help="Spread each series' --points-per-series points over this span (inch's -time), e.g. 1h: "
                    "the interval is the span over the points.")
-@click.option("--writers", "-w", type=AT_LEAST_1, default=4, show_default=True,
+@click.option("--writers", "-w", type=WORKERS, default=4, show_default=True,
               help="Concurrent writers, each owning a share of the entities.")
-@click.option("--batch-size", "-b", type=AT_LEAST_1, default=10_000, show_default=True, help="Points (rows) per batch.")
-@click.option("--rate", type=POSITIVE, default=None,
+@click.option("--batch-size", "-b", type=BATCH_ROWS, default=10_000, show_default=True, help="Points (rows) per batch.")
+@click.option("--rate", type=RATE, default=None,
               help="Points (rows) per second of all writers together, open loop: batches go on a schedule and "
                    "latency counts from it. [default: as fast as answered]")
-@click.option("--delay", type=_Finite(min=0), default=0.0, show_default=True,
+@click.option("--delay", type=SECONDS_0, default=0.0, show_default=True,
               help="Seconds a writer waits after each answer (closed loop).")
 @click.option("--target-latency", type=POSITIVE, default=None,
               help="Seconds: the closed loop's delay adapts (AIMD) to keep write latency about here.")
@@ -399,11 +408,11 @@ def _print_load(s: dict, srv) -> None:
 @click.option("--queries", "queries_file", default=None,
               help="A queries file (tsbench queries generate) to run while writing, each query moved onto the "
                    "freshest data.")
-@click.option("--query-rate", type=POSITIVE, default=None, help="Queries per second, open loop. [default: 1]")
+@click.option("--query-rate", type=RATE, default=None, help="Queries per second, open loop. [default: 1]")
 @click.option("--ratio", "ratio", default=None, metavar="write:W,query:Q",
               help="Instead of --query-rate: Q queries fall due with every W write batches answered "
                    "(iot-benchmark's operation mix), e.g. write:9,query:1.")
-@click.option("--query-workers", type=AT_LEAST_1, default=2, show_default=True, help="Queries in flight at most.")
+@click.option("--query-workers", type=WORKERS, default=2, show_default=True, help="Queries in flight at most.")
 @click.option("--query-window", type=POSITIVE, default=300.0, show_default=True,
               help="Seconds: a moved query covers at most this freshest window.")
 @click.option("--freshness", is_flag=True,
@@ -417,7 +426,7 @@ def _print_load(s: dict, srv) -> None:
               help="Serve the per-second figures for Prometheus at http://127.0.0.1:PORT/metrics (0: a free port).")
 @click.option("--cluster", default=None, metavar="ADDRESS",
               help="Stream from a Dask cluster, one client slot per worker, each with --writers writers over "
-                   "its group of the entities and its share of --rate: local:N or tcp://HOST:PORT.")
+                   "its group of the entities and its share of --rate: local:N (N <= 256) or tcp://HOST:PORT.")
 @click.option("--keep-server", is_flag=True, help="Leave the local server running.")
 @click.option("--no-verify", is_flag=True, help="Skip the count check at the end.")
 @click.option("--quiet", "-q", is_flag=True, help="No per-second lines and no summary.")
@@ -599,7 +608,7 @@ def queries_cmd() -> None:
 @click.option("--types", "-T", default=None, help="Comma-separated query types (see: queries list).")
 @click.option("--family", default=None, help="All types of a family that fit the dataset: devops, iot, flux, "
                                               "relational.")
-@click.option("--count", "-n", type=AT_LEAST_1, default=10, show_default=True, help="Queries per type.")
+@click.option("--count", "-n", type=PER_TYPE, default=10, show_default=True, help="Queries per type.")
 @click.option("--seed", type=SEED, default=1, show_default=True, help="Same seed, same queries.")
 @click.option("--allow-empty", is_flag=True,
               help="Keep every first draw, even when its answer is empty (no reference engine is built).")
@@ -675,11 +684,11 @@ def _exec_options(f):
 
 @cli.command()
 @_exec_options
-@click.option("--workers", "-w", type=AT_LEAST_1, default=1, show_default=True, help="Queries in flight at once.")
-@click.option("--count", "-n", type=AT_LEAST_1, default=None, help="Measured queries (default: the file once).")
+@click.option("--workers", "-w", type=WORKERS, default=1, show_default=True, help="Queries in flight at once.")
+@click.option("--count", "-n", type=QUERIES, default=None, help="Measured queries (default: the file once).")
 @click.option("--duration", type=POSITIVE, default=None, help="Or: seconds of measured queries.")
-@click.option("--burn-in", type=AT_LEAST_0, default=0, show_default=True, help="Queries run first and not counted.")
-@click.option("--rate", type=POSITIVE, default=None, help="Fixed rate in queries/s; latency from the scheduled time.")
+@click.option("--burn-in", type=QUERIES_0, default=0, show_default=True, help="Queries run first and not counted.")
+@click.option("--rate", type=RATE, default=None, help="Fixed rate in queries/s; latency from the scheduled time.")
 @click.option("--cache", type=click.Choice(["warm", "cold", "cold-query"]), default="warm", show_default=True,
               help="warm: a first pass is discarded; cold: restart the server and drop the page cache before "
                    "each pass over the queries; cold-query: before every query.")
@@ -695,7 +704,7 @@ def _exec_options(f):
               help="Seconds with no query answered (a stopped or wedged server) before the execute fails.")
 @click.option("--cluster", default=None, metavar="ADDRESS",
               help="Run the measured queries from a Dask cluster, one client slot per worker with --workers "
-                   "each, all at once: local:N or tcp://HOST:PORT.")
+                   "each, all at once: local:N (N <= 256) or tcp://HOST:PORT.")
 def execute(queries_file, target_name, server, load_file, options, server_options, json_out, quiet, workers, count,
             duration, burn_in, rate, cache, no_validate, print_responses, max_rows, query_timeout,
             stall_timeout, cluster) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .bounds import check_entities, check_time
 from .errors import UserError
 from .schema import Compiled, Schema, compile_schema
 from .timeutil import format_time, parse_duration, parse_time
@@ -104,11 +105,12 @@ def resolve(spec: DatasetSpec) -> Dataset:
         uc = cls(spec.params)
     if not 0 <= spec.seed < 2 ** 64:
         raise UserError("--seed: must be within 0 .. 2^64-1")
-    start = parse_time(spec.start, "--start")
-    end = parse_time(spec.end, "--end") if spec.end is not None else None
+    start = check_time(parse_time(spec.start, "--start"), "--start")
+    end = check_time(parse_time(spec.end, "--end"), "--end") if spec.end is not None else None
     interval = parse_duration(spec.interval, "--interval") if spec.interval is not None else None
-    entities = uc.entities(spec.scale)
+    entities = check_entities(uc.entities(spec.scale), "--scale" if spec.scale is not None else "--param")
     start, interval, epochs = uc.time_range(start, end, interval)
     uc.interval_ns = interval
     schema = uc.schema()
+    check_time(start + (epochs + schema.faults.max_lateness + 1) * interval, "--end, --interval or --param (the latest a late point comes)")
     return Dataset(spec, schema, compile_schema(schema), entities, start, interval, epochs)

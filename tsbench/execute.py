@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import collections.abc
 import hashlib
 import os
 import sys
@@ -211,6 +212,38 @@ def _kept_bytes(ans: Answer) -> int:
     return n
 
 
+class Cycled(collections.abc.Sequence):
+    """The queries at positions `at` (a range) of the runnable ones cycled: a sequence of
+    any length that holds nothing but the range (slices are ranges too)."""
+
+    def __init__(self, runnable: list[QuerySpec], at: range):
+        self.runnable, self.at = runnable, at
+
+    def __len__(self) -> int:
+        return len(self.at)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return Cycled(self.runnable, self.at[k])
+        return self.runnable[self.at[k] % len(self.runnable)]
+
+
+class _Taken:
+    """A pass's (position, query) pairs, each made when a worker takes it (the deque's
+    bool and popleft, without holding the pass)."""
+
+    def __init__(self, seq):
+        self._it = enumerate(seq)
+        self._next = next(self._it, None)
+
+    def __bool__(self) -> bool:
+        return self._next is not None
+
+    def popleft(self) -> tuple[int, QuerySpec]:
+        item, self._next = self._next, next(self._it, None)
+        return item
+
+
 class Execution:
     """One execute call: the rendered queries, the workers' passes, the untimed checks
     of the kept answers and the result."""
@@ -251,10 +284,11 @@ class Execution:
         if self.opts.cache == "warm":
             await self.run_pass(self.runnable, False, None, None)
 
-    def plan(self, n: int | None) -> list[QuerySpec]:
+    def plan(self, n: int | None) -> Cycled:
+        """n queries of the file cycled, made as they are taken (no list of n)."""
         if n is None:
             n = len(self.runnable) * 1000     # --duration: enough, the deadline stops it
-        return [self.runnable[i % len(self.runnable)] for i in range(n)]
+        return Cycled(self.runnable, range(n))
 
     async def measured(self, server) -> None:
         """The recorded passes (cold: the server restarted and caches dropped before each),
@@ -296,7 +330,7 @@ class Execution:
         """The workers take the queries in order; when the kept answers pass keep_bytes they
         stop, the answers are checked (untimed: deadline and schedule move on by as much),
         and they go on."""
-        queue = collections.deque(enumerate(seq))
+        queue = _Taken(seq)
         while queue:
             await asyncio.gather(*(self._worker(w, queue, record, t_sched0, deadline)
                                    for w in range(self.opts.workers)))

@@ -32,7 +32,7 @@ import yaml
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model,
                       field_validator, model_validator)
 
-from . import secrets, yamlfile
+from . import bounds, secrets, yamlfile
 from .dataset import DatasetSpec
 from .errors import UserError
 
@@ -95,27 +95,27 @@ ClusterAddress = Annotated[str | None, AfterValidator(_cluster_address)]
 
 
 class LoadDecl(_Strict):
-    workers: int = Field(4, ge=1)
-    batch_size: int = Field(10_000, ge=1)
-    processes: int = Field(1, ge=1)
-    stall_timeout: float = Field(120.0, gt=0)     # seconds with no batch answered before the cell fails
+    workers: int = Field(4, ge=1, le=bounds.MAX_WORKERS)
+    batch_size: int = Field(10_000, ge=1, le=bounds.MAX_BATCH_ROWS)
+    processes: int = Field(1, ge=1, le=bounds.MAX_PROCESSES)
+    stall_timeout: float = Field(120.0, gt=0, le=bounds.MAX_SECONDS)     # seconds with no batch answered before the cell fails
     cluster: ClusterAddress = None                # local:N or tcp://HOST:PORT: client slots on Dask workers
 
 
 class QueriesDecl(_Strict):
     types: list[str] = []
     families: list[Literal["devops", "iot", "flux", "relational"]] = []
-    count: int = Field(10, ge=1)
-    seed: int = 1
+    count: int = Field(10, ge=1, le=bounds.MAX_QUERIES_PER_TYPE)
+    seed: int = Field(1, ge=0, lt=2 ** 64)
 
 
 class ExecuteDecl(_Strict):
-    workers: int = Field(1, ge=1)
-    count: int | None = Field(None, ge=1)
-    burn_in: int = Field(0, ge=0)
+    workers: int = Field(1, ge=1, le=bounds.MAX_WORKERS)
+    count: int | None = Field(None, ge=1, le=bounds.MAX_QUERIES)
+    burn_in: int = Field(0, ge=0, le=bounds.MAX_QUERIES)
     cache: Literal["warm", "cold", "cold-query"] = "warm"
-    query_timeout: float = Field(60.0, gt=0)      # seconds a query may take (then: that query's error)
-    stall_timeout: float = Field(120.0, gt=0)     # seconds with no query answered before the cell fails
+    query_timeout: float = Field(60.0, gt=0, le=bounds.MAX_SECONDS)   # seconds a query may take (then: its error)
+    stall_timeout: float = Field(120.0, gt=0, le=bounds.MAX_SECONDS)     # seconds with no query answered before the cell fails
     cluster: ClusterAddress = None                # client slots on Dask workers (warm cache only)
 
     @model_validator(mode="after")
@@ -129,24 +129,24 @@ class StreamDecl(_Strict):
     """The stream phase: tsbench stream's options (README, stream); the queries: section's
     types run while writing when queries is true."""
 
-    writers: int = Field(8, ge=1)
-    batch_size: int = Field(10_000, ge=1)
+    writers: int = Field(8, ge=1, le=bounds.MAX_WORKERS)
+    batch_size: int = Field(10_000, ge=1, le=bounds.MAX_BATCH_ROWS)
     start: Literal["dataset", "now"] = "dataset"  # the first timestamp: the dataset's start, or the current time
-    rate: float | None = Field(None, gt=0)      # rows/s of all writers, open loop
-    delay: float = Field(0.0, ge=0)
-    target_latency: float | None = Field(None, gt=0)
-    duration: float | None = Field(60.0, gt=0)
-    points_per_series: int | None = Field(None, ge=1)
+    rate: float | None = Field(None, gt=0, le=bounds.MAX_RATE)      # rows/s of all writers, open loop
+    delay: float = Field(0.0, ge=0, le=bounds.MAX_SECONDS)
+    target_latency: float | None = Field(None, gt=0, le=bounds.MAX_SECONDS)
+    duration: float | None = Field(60.0, gt=0, le=bounds.MAX_SECONDS)
+    points_per_series: int | None = Field(None, ge=1, le=bounds.MAX_COUNT)
     time: str | None = None                     # spread each series' points_per_series points over it (inch's -time)
-    max_errors: int = Field(0, ge=0)
+    max_errors: int = Field(0, ge=0, le=bounds.MAX_COUNT)
     queries: bool = False
-    query_rate: float = Field(1.0, gt=0)
+    query_rate: float = Field(1.0, gt=0, le=bounds.MAX_RATE)
     query_ratio: str | None = None              # "write:9,query:1": queries due by the writes, not query_rate
-    query_workers: int = Field(2, ge=1)
-    query_window: float = Field(300.0, gt=0)
+    query_workers: int = Field(2, ge=1, le=bounds.MAX_WORKERS)
+    query_window: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS)
     freshness: bool = False
-    freshness_every: float = Field(1.0, gt=0)
-    stall_timeout: float = Field(120.0, gt=0)
+    freshness_every: float = Field(1.0, gt=0, le=bounds.MAX_SECONDS)
+    stall_timeout: float = Field(120.0, gt=0, le=bounds.MAX_SECONDS)
     cluster: ClusterAddress = None                # client slots on Dask workers (not with queries or freshness)
 
     @model_validator(mode="after")
@@ -230,7 +230,7 @@ class Experiment(_Strict):
     # the query phases (queries, execute, validate) run only in the cells matching one of
     # these (e.g. [{load.workers: 4}]: query each loaded database once); default: every cell
     query_cells: list[dict[str, Any]] = []
-    repetitions: int = Field(1, ge=1)
+    repetitions: int = Field(1, ge=1, le=bounds.MAX_REPETITIONS)
 
     @field_validator("datasets", "targets", "phases")
     @classmethod

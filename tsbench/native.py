@@ -174,19 +174,21 @@ class Simulator:
     def fill(self, fmt: str, buf, marks=None) -> Fill:
         """Fill `buf` (a writable buffer) with whole records; `marks` (a writable
         buffer of int64) gets the end offset of each epoch's records."""
-        cbuf = ffi.from_buffer(buf, require_writable=True)
-        if marks is None:
-            cm, mcap = ffi.NULL, 0
-        else:
-            cm = ffi.from_buffer("int64_t[]", marks, require_writable=True)
-            mcap = len(cm)
-        self._check_fill(lib.ts_sim_fill(self._ready(), FORMATS[fmt], cbuf, len(cbuf), cm, mcap, self._res), "fill")
+        sim = self._ready()
+        with ffi.from_buffer(buf, require_writable=True) as cbuf:
+            if marks is None:
+                rc = lib.ts_sim_fill(sim, FORMATS[fmt], cbuf, len(cbuf), ffi.NULL, 0, self._res)
+            else:
+                with ffi.from_buffer("int64_t[]", marks, require_writable=True) as cm:
+                    rc = lib.ts_sim_fill(sim, FORMATS[fmt], cbuf, len(cbuf), cm, len(cm), self._res)
+        self._check_fill(rc, "fill")
         return _fill(self._res)
 
     def fill_rows(self, fmt: str, buf, max_rows: int) -> Fill:
         """Fill `buf` with whole records, at most max_rows of them."""
-        cbuf = ffi.from_buffer(buf, require_writable=True)
-        rc = lib.ts_sim_fill_rows(self._ready(), FORMATS[fmt], cbuf, len(cbuf), max_rows, self._res)
+        sim = self._ready()
+        with ffi.from_buffer(buf, require_writable=True) as cbuf:      # no export of buf outlives the call
+            rc = lib.ts_sim_fill_rows(sim, FORMATS[fmt], cbuf, len(cbuf), max_rows, self._res)
         self._check_fill(rc, "fill")
         return _fill(self._res)
 
@@ -317,10 +319,10 @@ def cut(fmt: str, buf, start: int, end: int, max_rows: int, final: bool,
         layout: CsvLayout | None = None) -> Cut:
     """Whole records of buf[start:end], at most max_rows (the last partial line
     only when final)."""
-    cbuf = ffi.from_buffer(buf)
     res = ffi.new("ts_cut_result *")
-    rc = lib.ts_cut(FORMATS[fmt], layout.c if layout else ffi.NULL, cbuf + start, end - start, max_rows,
-                    1 if final else 0, res)
+    with ffi.from_buffer(buf) as cbuf:          # released before any raise: no export of buf outlives the call
+        rc = lib.ts_cut(FORMATS[fmt], layout.c if layout else ffi.NULL, cbuf + start, end - start, max_rows,
+                        1 if final else 0, res)
     if rc == -4:
         pos = start + res.bytes
         raise CsvMeasurementError(bytes(buf[pos: pos + 200]), layout.names)
@@ -331,12 +333,11 @@ def cut(fmt: str, buf, start: int, end: int, max_rows: int, final: bool,
 def split_csv(layout: CsvLayout, data) -> tuple[bytearray, list[Cut | None]]:
     """CSV records grouped by measurement, each line without its measurement
     column: (buffer, per measurement a Cut whose `bytes` is (offset, length) or None)."""
-    src = ffi.from_buffer(data)
-    dst = bytearray(max(len(src), 1))
+    dst = bytearray(max(memoryview(data).nbytes, 1))
     parts = ffi.new("ts_part_out[]", max(len(layout.names), 1))
     err = ffi.new("uint64_t *")
-    rc = lib.ts_split_csv(layout.c, src, len(src), ffi.from_buffer(dst, require_writable=True), len(dst),
-                          parts, err)
+    with ffi.from_buffer(data) as src, ffi.from_buffer(dst, require_writable=True) as cdst:
+        rc = lib.ts_split_csv(layout.c, src, len(src), cdst, len(dst), parts, err)
     if rc == -4:
         raise CsvMeasurementError(bytes(data[err[0]: err[0] + 200]), layout.names)
     _check(rc, "split_csv")
@@ -348,12 +349,12 @@ def split_csv(layout: CsvLayout, data) -> tuple[bytearray, list[Cut | None]]:
 def route_series(fmt: str, data, parts: int, layout: CsvLayout | None = None) -> tuple[bytearray, list[Cut]]:
     """The records of data grouped into `parts` by a hash of their series key (csv needs
     the layout): (buffer, per part a Cut whose `bytes` is (offset, length))."""
-    src = ffi.from_buffer(data)
-    dst = bytearray(len(src) + 1)
+    dst = bytearray(memoryview(data).nbytes + 1)
     out = ffi.new("ts_part_out[]", parts)
     err = ffi.new("uint64_t *")
-    rc = lib.ts_route_series(FORMATS[fmt], layout.c if layout else ffi.NULL, src, len(src), parts,
-                             ffi.from_buffer(dst, require_writable=True), len(dst), out, err)
+    with ffi.from_buffer(data) as src, ffi.from_buffer(dst, require_writable=True) as cdst:
+        rc = lib.ts_route_series(FORMATS[fmt], layout.c if layout else ffi.NULL, src, len(src), parts,
+                                 cdst, len(dst), out, err)
     if rc == -4:
         raise CsvMeasurementError(bytes(data[err[0]: err[0] + 200]), layout.names)
     _check(rc, "route_series")

@@ -12,6 +12,7 @@ import re
 import signal
 from dataclasses import dataclass
 
+from ..bounds import MAX_PROCESSES
 from ..errors import UserError
 
 CONNECT_S = 10.0          # bound on reaching a scheduler, and on a LocalCluster's workers starting
@@ -32,6 +33,8 @@ def parse(text: str) -> Address:
         n = int(m.group(1))
         if n < 1:
             raise UserError(f"--cluster: local:N needs at least 1 worker, got {text!r}")
+        if n > MAX_PROCESSES:
+            raise UserError(f"--cluster: local:N starts N worker processes here, at most {MAX_PROCESSES}; got {text!r}")
         return Address(text.strip(), n)
     if _TCP.fullmatch(text.strip()):
         return Address(text.strip(), None)

@@ -16,6 +16,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from ..bounds import check_time
 from ..datafile import tables_of
 from ..dataset import Dataset
 from ..databases.target import Target
@@ -24,6 +25,7 @@ from ..errors import LoadError
 from ..load import CpuSpent, _count_settled
 from ..pump import BackoffRule, first_error, write_with_backoff
 from ..model import Tables
+from ..timeutil import format_time
 from ..watch import Stalled, bounded, watchdog
 from .fresh import Freshness, check_probe
 from .live import LiveTable
@@ -194,8 +196,14 @@ def spread_interval(time_span: str, points_per_series: int, what: str) -> str:
 
 
 def epochs_of(ds: Dataset, opts: StreamOptions) -> int:
+    """The epochs a writer may send: --points-per-series, else up to MAX_TIME_NS (the
+    duration ends the run well before); their times must be int64 nanoseconds."""
     if opts.points_per_series is not None:
+        check_time(ds.start_ns + (opts.points_per_series + ds.schema.faults.max_lateness) * ds.interval_ns,
+                   "--points-per-series")
         return opts.points_per_series
+    if ds.start_ns >= MAX_TIME_NS:
+        raise UserError(f"--start: a stream by --duration writes up to {format_time(MAX_TIME_NS)}; start before it")
     return (MAX_TIME_NS - ds.start_ns) // ds.interval_ns
 
 
@@ -267,6 +275,8 @@ class Writers:
             due = pacer.due(now)
             if due > now and await _stopped_within(self.stop, due - now):
                 return
+            if due <= now and await self._yielded():
+                return
             start = due if opts.rate else time.perf_counter()
             try:
                 await write_with_backoff(self.target, b, opts, rng, lambda _pause: stats.backoff(w))
@@ -281,6 +291,16 @@ class Writers:
             pacer.sent(b.rows, done, done - start)
             if not opts.rate:
                 stats.delay(w, pacer.delay)
+
+    async def _yielded(self) -> bool:
+        """A batch due at once (behind the schedule, or as fast as answered): the event loop
+        runs first, so the duration's timer, the ticker and a signal's cancellation are
+        served even when the target's write never suspends (null); past the duration (its
+        own clock, not only the timer) the writer stops. True: stop."""
+        await asyncio.sleep(0)
+        if self.opts.duration is not None and time.perf_counter() - self.t0 >= self.opts.duration:
+            self.stop.set()
+        return self.stop.is_set()
 
     def refused(self, w: int, exc: BaseException) -> None:
         """A refused batch: dropped and counted; past max_errors the run stops."""

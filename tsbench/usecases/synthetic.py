@@ -13,6 +13,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field as PField, field_validator
 
+from ..bounds import MAX_SCHEMA_ITEMS, MAX_TAGS
 from ..errors import UserError
 from ..schema import Schema, Series, Tag, cwd, init_uniform, normal, parse_template
 from ..timeutil import parse_duration
@@ -22,8 +23,8 @@ from .base import UseCase
 class SyntheticParams(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     tags: list[int] = [10, 10, 10]
-    measurements: int = PField(1, ge=1)
-    fields: int = PField(1, ge=1)
+    measurements: int = PField(1, ge=1, le=MAX_SCHEMA_ITEMS)
+    fields: int = PField(1, ge=1, le=MAX_SCHEMA_ITEMS)
     points: int | None = PField(None, ge=1)          # inch -p: points per series
     shards: int | None = PField(None, ge=1)          # ingen -shards
     points_per_shard: int | None = PField(None, ge=1)  # ingen -p
@@ -40,6 +41,8 @@ class SyntheticParams(BaseModel):
                 raise ValueError("tag cardinalities are integers like 10,10,10") from None
         if not v or any(int(x) < 1 for x in v):
             raise ValueError("tag cardinalities are positive integers like 10,10,10")
+        if len(v) > MAX_TAGS:
+            raise ValueError(f"at most {MAX_TAGS} tags")
         return v
 
 

@@ -35,12 +35,20 @@ class DuckDBQueries:
             await self.prepare(len(self._qcursors) + 1)
             cur = self._qfree.pop()
         t0 = time.perf_counter()
+        running = asyncio.ensure_future(asyncio.to_thread(lambda: cur.execute(native).fetchall()))
         try:
-            rows = await asyncio.to_thread(lambda: cur.execute(native).fetchall())
+            rows = await asyncio.shield(running)
             seconds = time.perf_counter() - t0
             names = [d[0] for d in cur.description or ()]
+        except asyncio.CancelledError:           # Ctrl-C, a timeout: the query stops before its cursor is free
+            cur.interrupt()
+            await asyncio.wait([running])
+            if not running.cancelled():
+                running.exception()              # the interrupted query's error is no news
+            raise
         except duckdb.Error as exc:
             raise Fatal(f"duckdb: {exc}") from None
         finally:
-            self._qfree.append(cur)
+            if running.done():
+                self._qfree.append(cur)
         return Answer(RowSet(names, rows), None, None, seconds)
