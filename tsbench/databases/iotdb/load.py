@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from urllib.parse import unquote, urlsplit
 
@@ -138,10 +139,11 @@ class IotdbTarget(Target):
             return
         if s in self._all:
             self._all.remove(s)
-        # a session dropped after an error: closing a broken thrift transport may fail too, and that
-        # failure says nothing new (the error that dropped it is raised by the caller)
-        with contextlib.suppress(Exception):
-            s.close()
+        # a session dropped after an error (or a cancellation: the stall bound) is closed in a thread
+        # nobody waits for: its close is an RPC, which a stopped server never answers, and the event
+        # loop must not block on it. A failure says nothing new (the caller raises the error that
+        # dropped it).
+        threading.Thread(target=_close_quietly, args=(s,), daemon=True).start()
 
     def _mapped(self, exc: BaseException) -> BaseException:
         from iotdb.utils.exception import IoTDBConnectionException, StatementExecutionException
@@ -271,6 +273,11 @@ class IotdbTarget(Target):
 
     async def drop_caches(self) -> str | None:
         return "IoTDB has no statement to drop its caches; restart the server (server: local) for a cold cache"
+
+
+def _close_quietly(s) -> None:
+    with contextlib.suppress(Exception):
+        s.close()
 
 
 def _code(text: str) -> int | None:
