@@ -16,11 +16,13 @@ the batch's tablets go in one `insert_aligned_tablets` RPC. No Python per row: P
 runs per device of a batch (a devops batch of 5,000 rows holds about 900 devices).
 The schema is created by the server on first write (DOUBLE and INT64 columns).
 
-The client (PyPI apache-iotdb) is synchronous thrift: every call runs in a thread
-(asyncio.to_thread), one Session per concurrent worker (a pool), its socket timeout
-bounding each call. A lost connection or a refusal for want of memory is Retryable (a
-re-sent tablet overwrites its own points: one value per timeseries and time); another
-refusal is Fatal with IoTDB's status code and words.
+The client (PyPI apache-iotdb) is synchronous thrift: every call runs on a daemon
+thread (blocking.call: a call abandoned to the stall bound holds up neither the loop nor
+the exit), one Session per concurrent worker (a pool), its socket timeout bounding each
+call; a session dropped after an error is closed on a thread nobody waits for. A lost
+connection or a refusal for want of memory is Retryable (a re-sent tablet overwrites its
+own points: one value per timeseries and time); another refusal is Fatal with IoTDB's
+status code and words.
 
 count(): values, exactly: per measurement `SELECT count(*) ... ALIGN BY DEVICE` (each
 field's non-null points, per device), summed. flush(): FLUSH. compact() (untimed): FLUSH;
@@ -46,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...errors import Fatal, Retryable, UserError
 from ...model import Batch, Tables
 from ...queries.base import Answer
+from .. import blocking
 from ..arrow_csv import ARROW_TYPES, CsvToArrow
 from ..server import allocated_bytes, local_state
 from ..target import Target, exists_error
@@ -118,7 +121,7 @@ class IotdbTarget(Target):
     async def _session(self):
         if self._free:
             return self._free.pop()
-        s = await asyncio.to_thread(self._new_session)
+        s = await blocking.call(self._new_session)
         self._all.append(s)
         return s
 
@@ -127,7 +130,7 @@ class IotdbTarget(Target):
         s = None
         try:
             s = await self._session()
-            out = await asyncio.to_thread(fn, s, *args)
+            out = await blocking.call(fn, s, *args)
         except BaseException as exc:
             self._drop(s)
             raise self._mapped(exc) from None
@@ -160,7 +163,7 @@ class IotdbTarget(Target):
 
     async def open(self) -> None:
         try:
-            s = await asyncio.to_thread(self._new_session)
+            s = await blocking.call(self._new_session)
         except Exception as exc:
             raise UserError(f"target iotdb: cannot reach an IoTDB server at {self.host}:{self.port}: "
                             f"{_one_line(exc)}") from None
@@ -172,7 +175,7 @@ class IotdbTarget(Target):
 
     async def close(self) -> None:
         for s in self._all:
-            await asyncio.to_thread(s.close)
+            await blocking.call(s.close)
         self._all, self._free = [], []
 
     async def version(self) -> str:
@@ -251,7 +254,7 @@ class IotdbTarget(Target):
 
     async def prepare(self, workers: int) -> None:
         while len(self._all) < workers:
-            s = await asyncio.to_thread(self._new_session)
+            s = await blocking.call(self._new_session)
             self._all.append(s)
             self._free.append(s)
 
