@@ -285,7 +285,7 @@ def _load_data(df, target_name, server, opts, topts, server_options, ports, keep
     from .load import LoadError
 
     reach = session.Reach(target_name, server, topts, _params(server_options, "--server-option"), _ports(ports),
-                          keep_server)
+                          keep_server, stall_seconds=opts.stall_seconds)
 
     async def go():
         async with session.open_target(reach, announce=not quiet) as c:
@@ -471,7 +471,7 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
     ds = resolve(_stream_spec(use_case, scale, params, schema_file, seed, start, interval))
     _check_probe(cls, ds, freshness)
     reach = session.Reach(target_name, server, topts, _params(server_options, "--server-option"), _ports(ports),
-                          keep_server)
+                          keep_server, stall_seconds=stall_timeout)
 
     async def go():
         async with session.open_target(reach, announce=not quiet) as c:
@@ -747,14 +747,15 @@ def _run_queries(queries_file, target_name, server, load_file, options, server_o
     df = _datafile_for(load_file, ds, queries_file) if load_file else None
     ref = session.reference(ds, say=_say_unless(quiet, "tsbench")) if opts.validate else None
     reach = session.Reach(target_name, server, _params(options, "--option"),
-                          _params(server_options, "--server-option"))
+                          _params(server_options, "--server-option"), stall_seconds=opts.stall_seconds)
 
     async def go():
         async with session.open_target(reach, announce=not quiet) as c:
             if df is not None:
                 from .load import LoadOptions
 
-                await session.load(c, df, LoadOptions(if_exists="drop", progress=not quiet))
+                await session.load(c, df, LoadOptions(if_exists="drop", progress=not quiet,
+                                                      stall_seconds=opts.stall_seconds))
             return await session.run_queries(c, ds, specs, opts, ref)
 
     res = asyncio.run(go())

@@ -12,8 +12,10 @@ from . import databases
 from .databases.server import Server, home, say
 from .databases.spread import check_spread_options, make_target
 from .databases.target import Target
+from .watch import bounded
 
 CLOSE_TIMEOUT_S = 10.0
+STALL_S = 120.0                     # --stall-timeout's default: the bound on connecting (open, version)
 
 
 @dataclass
@@ -21,12 +23,13 @@ class Connection:
     target: Target
     server: Server | None           # the local server tsbench started, if any
     datadir: str | None
+    stall_seconds: float = STALL_S  # the bound on a step outside the phases (the version probe)
 
 
 @contextlib.asynccontextmanager
 async def connect(target_name: str, server: str = "local", options: dict | None = None,
                   server_options: dict | None = None, ports: dict | None = None, keep_server: bool = False,
-                  name: str | None = None, instance_dir=None, announce: bool = True):
+                  name: str | None = None, instance_dir=None, announce: bool = True, stall_seconds: float = STALL_S):
     cls = databases.target_class(target_name)
     cls.parse_options(options or {})           # bad options fail before any install
     srv, datadir = None, None
@@ -48,9 +51,9 @@ async def connect(target_name: str, server: str = "local", options: dict | None 
     check_spread_options(url, options or {})
     try:
         t = make_target(cls, url, options)
-        await t.open()
+        await bounded(f"connecting to {cls.name}", stall_seconds, t.open())     # its probes: a stopped server
         try:
-            yield Connection(t, srv, datadir)
+            yield Connection(t, srv, datadir, stall_seconds)
         finally:
             await _close(t)
     finally:

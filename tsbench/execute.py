@@ -186,9 +186,9 @@ async def execute(target: Target, specs: list[QuerySpec], opts: ExecOptions, ref
     ex = Execution(target, opts, reference)
     if not ex.render(specs):
         return ex.res
-    await target.prepare(opts.workers)
     async with watchdog(f"queries on {ex.res.target}", progress=lambda: ex.answered,
                         stall_seconds=opts.stall_seconds):
+        await target.prepare(opts.workers)      # its probes too (a /ping): a server stopped as execute starts
         await ex.warm_up()
         await ex.measured(server)
     ex.summarize()

@@ -81,10 +81,21 @@ async def pump(target: Target, batches, opts, counters, slot: int) -> None:
             await queue.put(None)
 
     with frozen_gc():
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(producer())
-            for _ in range(opts.workers):
-                tg.create_task(worker())
+        await all_of([producer(), *(worker() for _ in range(opts.workers))])
+
+
+async def all_of(coros) -> None:
+    """Run the coroutines as tasks until every one has ended; the first error cancels the
+    rest and is raised. Unlike a TaskGroup, which passes on only the first cancellation,
+    each cancellation of the caller reaches every task: the stall watchdog's repeated one
+    (watch.RECANCEL_S) interrupts a client whose own cancellation handler waits on a stopped
+    server (psycopg's cancel request: 5 s, then 5 s more)."""
+    tasks = [asyncio.create_task(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:             # after an error (or a cancellation): the others too
+            t.cancel()
 
 
 @contextlib.contextmanager

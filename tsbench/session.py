@@ -15,14 +15,14 @@ import contextlib
 from dataclasses import dataclass, field
 
 from . import queries, secrets
-from .connect import Connection, connect
+from .connect import STALL_S, Connection, connect
 from .dataset import Dataset
 from .datafile import DataFile, tables_of
 from .errors import UserError
 from .execute import ExecOptions, ExecResult, execute
 from .load import LoadOptions, LoadResult, load as load_phase
 from .queries.base import QuerySpec
-from .watch import settle, watchdog
+from .watch import bounded, settle, watchdog
 
 FAMILIES = ("devops", "iot", "flux", "relational")
 
@@ -38,6 +38,7 @@ class Reach:
     ports: dict | None = None
     keep_server: bool = False
     name: str | None = None              # the local instance's name
+    stall_seconds: float = STALL_S       # bounds connecting and the version probe (--stall-timeout)
 
 
 @contextlib.asynccontextmanager
@@ -48,13 +49,14 @@ async def open_target(reach: Reach, announce: bool = True):
     options = secrets.resolve_env(reach.options, f"target {reach.target}")
     secrets.register_target(reach.server, options, reach.server_options)
     async with connect(reach.target, reach.server, options, reach.server_options, reach.ports,
-                       reach.keep_server, name=reach.name, announce=announce) as conn:
+                       reach.keep_server, name=reach.name, announce=announce,
+                       stall_seconds=reach.stall_seconds) as conn:
         yield conn
 
 
 async def server_version(conn: Connection) -> str:
     """The version the database reports, else the one its local server was installed as."""
-    v = await conn.target.version()
+    v = await bounded(f"version of {conn.target.name}", conn.stall_seconds, conn.target.version())
     if not v and conn.server is not None and conn.server.state is not None:
         v = conn.server.state.version
     return v
@@ -112,8 +114,8 @@ async def run_queries(conn: Connection, ds: Dataset, specs: list[QuerySpec], opt
                       ref=None) -> ExecResult:
     """Phases 4-5 on an open target holding the dataset: bind to its tables, execute, validate."""
     tables = tables_of(ds, 0, 0)
-    await conn.target.attach(tables)
     async with watchdog(f"queries on {conn.target.name}", conn.server):
+        await bounded(f"attach to {conn.target.name}", opts.stall_seconds, conn.target.attach(tables))
         if opts.cluster:
             from .cluster.querying import execute as on_cluster
 

@@ -20,6 +20,7 @@ import json
 import logging
 import socket
 import struct
+import threading
 import time
 
 from cassandra import (OperationTimedOut, ReadFailure, ReadTimeout, Unavailable, UnresolvableContactPoints,
@@ -31,6 +32,7 @@ from cassandra.protocol import BatchMessage, IsBootstrappingErrorMessage, Overlo
 from cassandra.query import BatchStatement, BatchType, tuple_factory
 
 from ...errors import Fatal, Retryable, UserError
+from .. import blocking
 
 CONNECT_TIMEOUT = 10.0
 NO_HOST_GRACE = 60.0          # seconds NoHostAvailable counts as a (re)starting server
@@ -107,7 +109,7 @@ class Session:
         self._down_since: float | None = None
 
     async def close(self) -> None:
-        await asyncio.to_thread(self.cluster.shutdown)
+        await blocking.call(self.cluster.shutdown)
 
     # ---- errors ---------------------------------------------------------------------------
     def classify(self, exc: BaseException) -> Exception:
@@ -176,7 +178,7 @@ class Session:
     async def prepare(self, cql: str):
         """A prepared statement (the driver prepares synchronously: in a thread)."""
         try:
-            return await asyncio.to_thread(self.session.prepare, cql)
+            return await blocking.call(self.session.prepare, cql)
         except Exception as exc:
             raise Fatal(f"{self.what}: preparing {cql[:200]}: {one_line(exc)}") from None
 
@@ -233,10 +235,13 @@ async def connect(contacts: list[tuple[str, int]], request_timeout: float, what:
         hosts = ", ".join(h for h, _ in contacts)
         raise UserError(f"{what}: cannot connect: no address found for {hosts}") from None
     try:
-        session = await asyncio.to_thread(cluster.connect)
+        session = await blocking.call(cluster.connect)
     except Exception as exc:
-        await asyncio.to_thread(cluster.shutdown)
+        await blocking.call(cluster.shutdown)
         raise UserError(f"{what}: cannot connect: {one_line(exc)}") from None
+    except asyncio.CancelledError:      # the connect bound (a stopped server): the cluster must not live on,
+        threading.Thread(target=cluster.shutdown, daemon=True).start()   # reconnecting for good
+        raise
     session.default_fetch_size = FETCH_SIZE
     session.client_protocol_handler = bound_batch_handler(session.client_protocol_handler)
     return Session(cluster, session, what)

@@ -16,11 +16,13 @@ the batch's tablets go in one `insert_aligned_tablets` RPC. No Python per row: P
 runs per device of a batch (a devops batch of 5,000 rows holds about 900 devices).
 The schema is created by the server on first write (DOUBLE and INT64 columns).
 
-The client (PyPI apache-iotdb) is synchronous thrift: every call runs in a thread
-(asyncio.to_thread), one Session per concurrent worker (a pool), its socket timeout
-bounding each call. A lost connection or a refusal for want of memory is Retryable (a
-re-sent tablet overwrites its own points: one value per timeseries and time); another
-refusal is Fatal with IoTDB's status code and words.
+The client (PyPI apache-iotdb) is synchronous thrift: every call runs on a daemon
+thread (blocking.call: a call abandoned to the stall bound holds up neither the loop nor
+the exit), one Session per concurrent worker (a pool), its socket timeout bounding each
+call; a session dropped after an error is closed on a thread nobody waits for. A lost
+connection or a refusal for want of memory is Retryable (a re-sent tablet overwrites its
+own points: one value per timeseries and time); another refusal is Fatal with IoTDB's
+status code and words.
 
 stats() (value verification): one aggregation aligned by device per measurement (stats.py).
 count(): values, exactly: per measurement `SELECT count(*) ... ALIGN BY DEVICE` (each
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from urllib.parse import unquote, urlsplit
 
@@ -46,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...errors import Fatal, Retryable, UserError
 from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
 from ...queries.base import Answer
-from .. import printable
+from .. import blocking, printable
 from ..arrow_csv import ARROW_TYPES, CsvToArrow
 from ..server import allocated_bytes, local_state
 from ..stats import FieldMerge
@@ -122,7 +125,7 @@ class IotdbTarget(Target):
     async def _session(self):
         if self._free:
             return self._free.pop()
-        s = await asyncio.to_thread(self._new_session)
+        s = await blocking.call(self._new_session)
         self._all.append(s)
         return s
 
@@ -131,7 +134,7 @@ class IotdbTarget(Target):
         s = None
         try:
             s = await self._session()
-            out = await asyncio.to_thread(fn, s, *args)
+            out = await blocking.call(fn, s, *args)
         except BaseException as exc:
             self._drop(s)
             raise self._mapped(exc) from None
@@ -143,10 +146,11 @@ class IotdbTarget(Target):
             return
         if s in self._all:
             self._all.remove(s)
-        # a session dropped after an error: closing a broken thrift transport may fail too, and that
-        # failure says nothing new (the error that dropped it is raised by the caller)
-        with contextlib.suppress(Exception):
-            s.close()
+        # a session dropped after an error (or a cancellation: the stall bound) is closed in a thread
+        # nobody waits for: its close is an RPC, which a stopped server never answers, and the event
+        # loop must not block on it. A failure says nothing new (the caller raises the error that
+        # dropped it).
+        threading.Thread(target=_close_quietly, args=(s,), daemon=True).start()
 
     def _mapped(self, exc: BaseException) -> BaseException:
         from iotdb.utils.exception import IoTDBConnectionException, StatementExecutionException
@@ -163,7 +167,7 @@ class IotdbTarget(Target):
 
     async def open(self) -> None:
         try:
-            s = await asyncio.to_thread(self._new_session)
+            s = await blocking.call(self._new_session)
         except Exception as exc:
             raise UserError(f"target iotdb: cannot reach an IoTDB server at {self.host}:{self.port}: "
                             f"{_one_line(exc)}") from None
@@ -175,7 +179,7 @@ class IotdbTarget(Target):
 
     async def close(self) -> None:
         for s in self._all:
-            await asyncio.to_thread(s.close)
+            await blocking.call(s.close)
         self._all, self._free = [], []
 
     async def version(self) -> str:
@@ -262,7 +266,7 @@ class IotdbTarget(Target):
 
     async def prepare(self, workers: int) -> None:
         while len(self._all) < workers:
-            s = await asyncio.to_thread(self._new_session)
+            s = await blocking.call(self._new_session)
             self._all.append(s)
             self._free.append(s)
 
@@ -292,6 +296,11 @@ class IotdbTarget(Target):
 
     async def drop_caches(self) -> str | None:
         return "IoTDB has no statement to drop its caches; restart the server (server: local) for a cold cache"
+
+
+def _close_quietly(s) -> None:
+    with contextlib.suppress(Exception):
+        s.close()
 
 
 def _code(text: str) -> int | None:
