@@ -249,3 +249,25 @@ def test_run_exits_1_when_a_cell_is_not_ok(tmp_path):
     p = run_cli("run", str(f), "--results", str(tmp_path / "r"), "--no-report", check=False)
     err = p.stderr.decode()
     assert p.returncode == 1 and "1 of 1 cells not ok" in err and "Traceback" not in err, err
+
+
+def test_connecting_is_bounded_by_the_cells_stall_timeout(tmp_path, monkeypatch):
+    """A target whose connect never answers fails its cell within the experiment's
+    stall_timeout (1 s here), not the 120 s default."""
+    import asyncio
+    import time
+
+    from tsbench.databases.duckdb.load import DuckDBTarget
+
+    async def open_never(self):
+        await asyncio.sleep(3600)
+
+    monkeypatch.setattr(DuckDBTarget, "open", open_never)
+    f = tmp_path / "e.yaml"
+    f.write_text("name: stall\ndatasets: {d: {use_case: cpu-only, scale: 2, end: '2016-01-01T00:10:00Z'}}\n"
+                 "targets: {duck: {target: duckdb}}\nphases: [generate, load]\nload: {stall_timeout: 1}\n")
+    t0 = time.monotonic()
+    out = Runner(load_experiment(f), tmp_path / "r", quiet=True).run()
+    cells = pq.read_table(out / "cells.parquet").to_pylist()
+    assert time.monotonic() - t0 < 30
+    assert cells[0]["status"] == "failed" and "1 s" in cells[0]["reason"], cells[0]["reason"]

@@ -231,7 +231,8 @@ class Runner:
         if "load" in self.phases:
             await self._ceiling(c, df)
         t = c.target
-        reach = session.Reach(t.target, t.server, t.options, t.server_options, name=f"{self.exp.name}-{t.target}")
+        reach = session.Reach(t.target, t.server, t.options, t.server_options, name=f"{self.exp.name}-{t.target}",
+                              stall_seconds=self._connect_bound(c))
         async with session.open_target(reach, announce=not self.quiet) as conn:
             mon = ResourceMonitor(conn.server.pids if conn.server else None, conn.datadir, labels={"cell": c.id})
             try:
@@ -249,6 +250,12 @@ class Runner:
             finally:
                 self.resource_rows.extend(mon.rows)
                 row.update(mon.peaks())
+
+    def _connect_bound(self, c: Cell) -> float:
+        """Connecting and the version probe: the shortest stall bound of the phases the cell runs."""
+        sections = [(c.load, {"load", "verify"}), (c.execute, {"queries", "execute", "validate"}),
+                    (c.stream, {"stream"})]
+        return min((sec.stall_timeout for sec, used in sections if used & self.phases), default=session.STALL_S)
 
     async def _load(self, c: Cell, row: dict, df, conn, mon: ResourceMonitor) -> None:
         mon.phase = "load"
