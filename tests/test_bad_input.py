@@ -69,18 +69,6 @@ def _damaged_gzip(ds, d: pathlib.Path) -> None:
     (d / "bad.lp.gz").write_bytes(data)
 
 
-def _damaged_gzip(ds, d: pathlib.Path) -> None:
-    """bad.lp.gz: a gzip'd data file with 64 bytes in its middle changed, its size and
-    manifest kept (the manifest's size check passes; the data does not decompress)."""
-    from tsbench.generate import generate
-
-    generate(ds, "influx", str(d / "bad.lp.gz"), show_progress=False)
-    data = bytearray((d / "bad.lp.gz").read_bytes())
-    mid = len(data) // 2
-    data[mid: mid + 64] = bytes(b ^ 0x5A for b in data[mid: mid + 64])
-    (d / "bad.lp.gz").write_bytes(data)
-
-
 def _run_dirs(d: pathlib.Path) -> None:
     import pandas as pd
 
