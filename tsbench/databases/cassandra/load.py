@@ -69,7 +69,7 @@ from urllib.parse import urlsplit
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ... import native
+from ... import bounds, native
 from ...batches import csv_layout
 from ...errors import Fatal, UserError
 from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
@@ -99,11 +99,11 @@ with warnings.catch_warnings():      # the option is named `schema`, like BaseMo
         model_config = ConfigDict(extra="forbid")
         schema: Literal["series", "wide"] = "series"
         keyspace: str = Field("tsbench", pattern=r"^[A-Za-z0-9_]{1,48}$")
-        replication_factor: int = Field(1, ge=1)
+        replication_factor: int = Field(1, ge=1, le=bounds.MAX_WORKERS)
         batch_rows: int = Field(1000, ge=1, le=65535)   # INSERT statements (Cassandra rows) per unlogged batch
-        concurrency: int = Field(4, ge=1)        # batch statements in flight per worker
+        concurrency: int = Field(4, ge=1, le=bounds.MAX_WORKERS)        # batch statements in flight per worker
         jmx_port: int | None = Field(None, ge=1, le=65535)   # for nodetool; default: the local server's
-        request_timeout: float = Field(60.0, gt=0)            # seconds, per statement
+        request_timeout: float = Field(60.0, gt=0, le=bounds.MAX_SECONDS)            # seconds, per statement
 
 
 def parse_url(url: str | None) -> list[tuple[str, int]]:

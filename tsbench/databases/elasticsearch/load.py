@@ -52,7 +52,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ... import native
+from ... import bounds, native
 from ...batches import csv_layout
 from ...errors import Fatal, Retryable, ServerLacks, UserError
 from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
@@ -75,8 +75,8 @@ INDEX_NAME_BAD = re.compile(r'[\\/*?"<>| ,#:A-Z]|^[-_+]|^\.\.?$')
 class ElasticsearchOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     template: Literal["default", "aggregation", "sorted"] = "default"
-    shards: int = Field(1, ge=1)
-    replicas: int = Field(0, ge=0)
+    shards: int = Field(1, ge=1, le=bounds.MAX_WORKERS)
+    replicas: int = Field(0, ge=0, le=bounds.MAX_WORKERS)
     client: Literal["library", "http"] = "library"  # opensearch-py or elasticsearch (clients.py); http: HttpClient
 
 

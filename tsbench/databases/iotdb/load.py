@@ -46,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field
 
+from ... import bounds
 from ...errors import Fatal, Retryable, UserError
 from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
 from ...queries.base import Answer
@@ -66,8 +67,8 @@ PUSH_BACK = {606, 607, 621, 701, 704, 712, 716}
 class IotdbOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     database: str = "tsbench"                      # the data goes under root.<database>
-    timeout: float = Field(300.0, gt=0)            # seconds, each call (the socket's timeout)
-    fetch_size: int = Field(100_000, ge=1)         # rows per fetch of a query's answer
+    timeout: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS)            # seconds, each call (the socket's timeout)
+    fetch_size: int = Field(100_000, ge=1, le=bounds.MAX_BATCH_ROWS)         # rows per fetch of a query's answer
 
 
 def _parse_url(url: str) -> tuple[str, int, str, str]:

@@ -67,7 +67,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pymongo import AsyncMongoClient, UpdateOne, WriteConcern
 from pymongo.errors import BulkWriteError, ConnectionFailure, OperationFailure, PyMongoError
 
-from ... import native
+from ... import bounds, native
 from ...batches import csv_layout
 from ...errors import Fatal, Retryable, UserError
 from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
@@ -93,7 +93,7 @@ class MongoOptions(BaseModel):
     layout: Literal["point", "bucket", "timeseries"] = "point"
     write_concern: int | Literal["majority"] = 1     # w
     journal: bool | None = None                      # j
-    timeout: float = Field(60.0, gt=0)               # seconds, per operation
+    timeout: float = Field(60.0, gt=0, le=bounds.MAX_SECONDS)               # seconds, per operation
 
     @field_validator("write_concern")
     @classmethod

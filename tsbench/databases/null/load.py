@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
+from ... import bounds
 from ...model import Batch, Tables
 from ..target import Target
 from ..http import Gzip, GzipOption, HttpClient
@@ -17,7 +18,7 @@ from ..http import Gzip, GzipOption, HttpClient
 
 class NullHttpOptions(GzipOption):
     model_config = ConfigDict(extra="forbid")
-    timeout: float = 300.0        # seconds per request before it counts as push-back
+    timeout: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS)   # seconds per request before it counts as push-back
 
 
 class NullTarget(Target):

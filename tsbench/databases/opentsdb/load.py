@@ -36,7 +36,7 @@ import zlib
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ... import native
+from ... import bounds, native
 from ...batches import csv_layout
 from ...errors import Fatal, Retryable, UserError
 from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
@@ -58,7 +58,7 @@ DELETE_WAIT_S = 60.0
 class OpenTsdbOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     sync: bool = True                         # /api/put answers once HBase holds the points
-    sync_timeout: int = Field(120_000, ge=1)  # ms
+    sync_timeout: int = Field(120_000, ge=1, le=int(bounds.MAX_SECONDS * 1000))  # ms
     gzip: int = Field(1, ge=0, le=9)          # gzip level of a put body (0: not compressed)
 
 

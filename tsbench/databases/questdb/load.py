@@ -50,6 +50,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from ... import bounds
 from ...errors import Fatal, Retryable, UserError
 from ...model import Batch, Table, Tables, TableStats
 from ...queries.base import Answer, lit, q
@@ -70,7 +71,7 @@ VACUUM_EVERY_S = 2.0                 # VACUUM again while replaced partition ver
 class QuestDbOptions(GzipOption):
     model_config = ConfigDict(extra="forbid")
     partition_by: Literal["HOUR", "DAY", "WEEK", "MONTH", "YEAR"] = "DAY"
-    wal_timeout: float = Field(300.0, gt=0)     # seconds flush() waits for the WAL to be applied
+    wal_timeout: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS)     # seconds flush() waits for the WAL to be applied
 
 
 def one_line(text: str) -> str:

@@ -20,6 +20,7 @@ import time
 
 from pydantic import ConfigDict, Field
 
+from ... import bounds
 from ...errors import Fatal, UserError
 from ...model import STAT_KINDS, Batch, Table, Tables, TableStats
 from ...queries.base import Answer
@@ -40,7 +41,7 @@ class VictoriaMetricsOptions(GzipOption):
     model_config = ConfigDict(extra="forbid")
     # Samples one count query may scan: well under the server's -search.maxSamplesPerQuery
     # (1e9) and -search.maxSamplesPerSeries (3e7), and quick enough for -search.maxQueryDuration.
-    max_samples_per_query: int = Field(20_000_000, ge=1)
+    max_samples_per_query: int = Field(20_000_000, ge=1, le=bounds.MAX_COUNT)
 
 
 class VictoriaMetricsTarget(Target):
