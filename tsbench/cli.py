@@ -279,7 +279,7 @@ def _load_file(datafile, target_name, server, opts, topts, server_options, ports
 def _load_data(df, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet,
                workers, batch_size, processes) -> None:
     """Load a data file, or (GeneratedData) the shares the cluster's workers generate."""
-    import asyncio
+    from . import aiorun
 
     from . import session
     from .load import LoadError
@@ -307,7 +307,7 @@ def _load_data(df, target_name, server, opts, topts, server_options, ports, keep
             if not quiet:      # before the server stops
                 _print_load(summary, c.server if keep_server else None)
 
-    asyncio.run(go())
+    aiorun.run(go())
 
 
 def _spec_of(gen: str):
@@ -445,7 +445,7 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
       python -m tsbench stream -t questdb --scale 100 --rate 100000 --duration 300 --queries q.jsonl \
           --query-rate 2 --freshness --metrics-port 9464
     """
-    import asyncio
+    from . import aiorun
 
     from . import databases, session
     from .dataset import resolve
@@ -483,7 +483,7 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
                 raise
             return res.summary() | {"server_version": await session.server_version(c)}, res
 
-    summary, res = asyncio.run(go())
+    summary, res = aiorun.run(go())
     if json_out:
         _write_json(json_out, summary)
     if seconds_out:
@@ -735,7 +735,7 @@ def validate(queries_file, target_name, server, load_file, options, server_optio
 
 
 def _run_queries(queries_file, target_name, server, load_file, options, server_options, opts, quiet):
-    import asyncio
+    from . import aiorun
 
     from . import databases, queries, session
     from .dataset import resolve, spec_of
@@ -758,7 +758,7 @@ def _run_queries(queries_file, target_name, server, load_file, options, server_o
                                                       stall_seconds=opts.stall_seconds))
             return await session.run_queries(c, ds, specs, opts, ref)
 
-    res = asyncio.run(go())
+    res = aiorun.run(go())
     if ref is not None:
         _say_unless(quiet, "tsbench")(ref.note())
     return res
@@ -995,7 +995,7 @@ def verify_cmd(datafile, target_name, server, options, check_data, json_out) -> 
     Example:
       python -m tsbench verify devops.csv --target postgres --server postgresql://u@127.0.0.1:5432/tsbench
     """
-    import asyncio
+    from . import aiorun
 
     from . import databases, session
     from .datafile import open_datafile
@@ -1011,7 +1011,7 @@ def verify_cmd(datafile, target_name, server, options, check_data, json_out) -> 
         async with session.open_target(reach, announce=False) as c:
             return await verify(c, df)
 
-    v = asyncio.run(go())
+    v = aiorun.run(go())
     if json_out:
         _write_json(json_out, {"data_file": str(df.path), "target": target_name, **v.to_json()})
     click.echo(render(v))

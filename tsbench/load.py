@@ -19,6 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from . import aiorun
 from .batches import BatchReader, byte_ranges, csv_layout
 from .cluster.drive import maybe_cluster
 from .pump import N_COUNTERS, BackoffRule, first_error, pump
@@ -133,7 +134,7 @@ def _child(target_cls, url, options, df_path, fmt, compression, tables, rng_, op
         finally:
             await t.close()
     try:
-        asyncio.run(go())
+        aiorun.run(go())
     except BaseException as exc:       # reported to the parent in one line
         e = first_error(exc)
         errq.put(str(e) or type(e).__name__)

@@ -25,7 +25,7 @@ import sys
 import time
 import traceback
 
-from . import secrets, session, signals
+from . import aiorun, secrets, session, signals
 from .errors import Fatal, Retryable, Unsupported, UserError
 from .execute import ExecOptions, ExecResult
 from .experiment import Cell, Experiment, cells, describe_cell
@@ -193,7 +193,7 @@ class Runner:
         try:
             streams_only = self.phases == {"stream"}         # no data file: the writers make their data
             df = None if streams_only else self._datafile(c, databases.target_class(c.target.target).format)
-            asyncio.run(self._cell(c, row, df))
+            aiorun.run(self._cell(c, row, df))
         except KeyboardInterrupt:
             row.update(status="interrupted", reason=f"interrupted by {caught.name or 'SIGINT'}")
             raise
