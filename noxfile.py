@@ -43,7 +43,7 @@ def bench(session: nox.Session) -> None:
     """devops, 100 hosts x 1 day, influx format to /dev/null, with 1 and 2 processes in
     alternating rounds, the machine's two-process ceiling and one process's CPU split."""
     session.install("-e", ".")
-    session.run("python", "-m", "tsbench.bench", *session.posargs)
+    session.run("python", "-m", "benchmarks.generate", *session.posargs)
 
 
 # -j N is an upper bound: generate starts only the processes the work is worth
@@ -77,35 +77,35 @@ def bench_processes(session: nox.Session) -> None:
 def bench_load(session: nox.Session) -> None:
     """devops 100 hosts: the harness ceiling and local servers, rows/s and CPU seconds."""
     session.install("-e", ".")
-    session.run("python", "-m", "tsbench.bench_load", *session.posargs)
+    session.run("python", "-m", "benchmarks.load", *session.posargs)
 
 
 @nox.session
 def bench_stream(session: nox.Session) -> None:
     """stream vs load into the null HTTP sink (rows/s, rows per CPU s), then a long open-loop run's PSS."""
     session.install("-e", ".")
-    session.run("python", "-m", "tsbench.bench_stream", *session.posargs)
+    session.run("python", "-m", "benchmarks.stream", *session.posargs)
 
 
 @nox.session
 def bench_cluster(session: nox.Session) -> None:
     """load --cluster local:1 vs local:2 into the null target: rows/s, the ratio, Dask's start to first batch."""
     session.install("-e", ".")
-    session.run("python", "-m", "tsbench.bench_cluster", *session.posargs)
+    session.run("python", "-m", "benchmarks.cluster", *session.posargs)
 
 
 @nox.session
 def bench_queries(session: nox.Session) -> None:
     """single-groupby-1-1-1 on InfluxDB 1.8, devops 100 hosts x 6 h, 1 worker: p50, p99, q/s, server time."""
     session.install("-e", ".")
-    session.run("python", "-m", "tsbench.bench_queries", *session.posargs)
+    session.run("python", "-m", "benchmarks.queries", *session.posargs)
 
 
 @nox.session
 def bench_validation(session: nox.Session) -> None:
     """devops 100 hosts x 12 h on DuckDB and PostgreSQL, 4 workers: latency with / without validation."""
     session.install("-e", ".")
-    session.run("python", "-m", "tsbench.bench_validation", *session.posargs)
+    session.run("python", "-m", "benchmarks.validation", *session.posargs)
 
 
 @nox.session
@@ -113,4 +113,4 @@ def bench_memory(session: nox.Session) -> None:
     """Peak PSS of generate at 100, 10,000, 100,000 and 1,000,000 hosts (-j1, -j2); the reference engine's
     build seconds and PSS for devops 100 hosts x 1 day, then the same answers from its disk cache."""
     session.install("-e", ".")
-    session.run("python", "-m", "tsbench.bench_memory", *session.posargs)
+    session.run("python", "-m", "benchmarks.memory", *session.posargs)

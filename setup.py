@@ -1,5 +1,5 @@
-"""Build of tsbench: the Python package plus the cffi-built C core (tsbench._native)."""
+"""Build of tsbench: the Python package plus the cffi-built C core (tsbench.data._native)."""
 
 from setuptools import setup
 
-setup(cffi_modules=["tsbench/_ffi_build.py:ffibuilder"])
+setup(cffi_modules=["tsbench/data/_ffi_build.py:ffibuilder"])

@@ -9,13 +9,14 @@ import io
 import os
 import shutil
 import subprocess
-import tempfile
 import sys
+import tempfile
 
 import numpy as np
 import pytest
 
-from tsbench.dataset import DatasetSpec, resolve
+from tsbench.commands import cli
+from tsbench.data.dataset import DatasetSpec, resolve
 
 
 def run_cli(*args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -25,6 +26,21 @@ def run_cli(*args: str, check: bool = True, env: dict | None = None) -> subproce
     if check and p.returncode != 0:
         raise AssertionError(f"tsbench {' '.join(args)} failed: {p.stderr.decode()}")
     return p
+
+
+def call(capsys, *argv: str) -> tuple[int, str]:
+    """`tsbench ARGV` in-process: (exit code, stderr)."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as ei:
+        cli.main(list(argv))
+    return ei.value.code, capsys.readouterr().err
+
+
+def assert_one_line(code, err: str, needle: str) -> None:
+    assert code == 2, err
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    assert "Traceback" not in err and err.startswith("tsbench: error: "), err
+    assert needle in err, err
 
 
 def run_notebook(run_dir):
@@ -54,7 +70,7 @@ def dataset(**kw):
 def lift_process_plan(monkeypatch) -> None:
     """generate in this process then starts as many processes as asked, however little
     the work: the plan's thresholds (rows a process, bytes a share) and CPU count lifted."""
-    from tsbench import generate as gen
+    from tsbench.data import generate as gen
 
     monkeypatch.setattr(gen, "MIN_ROWS_PER_PROCESS", 1)
     monkeypatch.setattr(gen, "MIN_SHARE_BYTES", 0)
@@ -123,7 +139,7 @@ def parse_csv(text: str, schema):
 
 def columns(ds, lo=None, hi=None, seed=None):
     """The columnar output of a whole dataset slice (one C call per 1M records)."""
-    from tsbench.native import Simulator
+    from tsbench.data.native import Simulator
 
     lo = 0 if lo is None else lo
     hi = ds.entities if hi is None else hi
@@ -166,7 +182,7 @@ def tshome():
     """A tsbench home of the test session's own (server instances, state files), sharing
     the installed binaries and jars, so tests never meet a server a user left running. Set as
     $TSBENCH_HOME for the whole session."""
-    from tsbench.databases.server import home
+    from tsbench.databases.shared.server import home
 
     d = tempfile.mkdtemp(prefix="tsbench-home-")     # not under pytest's 0700 tree: postgres must reach it
     real = home()
@@ -222,8 +238,8 @@ def load_into(target: str, url: str, df, options: dict | None = None):
     """Load a data file into a target with the real loader (if_exists drop); the count is verified."""
     import asyncio
 
-    from tsbench.connect import connect
-    from tsbench.load import LoadOptions, load
+    from tsbench.load.connect import connect
+    from tsbench.load.run import LoadOptions, load
 
     async def go():
         async with connect(target, url, options or {}) as c:

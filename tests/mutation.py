@@ -16,7 +16,7 @@ import math
 import pathlib
 from dataclasses import dataclass
 
-from tsbench.datafile import DataFile, open_datafile, tables_of
+from tsbench.data.datafile import DataFile, open_datafile, tables_of
 from tsbench.queries.base import HOUR, MINUTE, iso, q
 
 REL_CHANGE = 1e-8

@@ -1,7 +1,7 @@
 """tsbench: a benchmark suite for time-series databases.
 
 Five phases (generate, load, queries, execute, validate), each a command of
-`python -m tsbench`; the per-row work runs in a C core (tsbench._native).
+`python -m tsbench`; the per-row work runs in a C core (tsbench.data._native).
 """
 
 import os

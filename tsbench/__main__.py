@@ -1,6 +1,6 @@
-"""`python -m tsbench`: the command line (see tsbench.cli)."""
+"""`python -m tsbench`: the command line (see tsbench.commands.cli)."""
 
-from tsbench.cli import main
+from tsbench.commands.cli import main
 
 if __name__ == "__main__":
     main()

@@ -1,7 +1,7 @@
 """The fuzz target (`nox -s fuzz [SECONDS]`, issue 35): each property of properties.py run
 over fresh random examples, batch after batch, for its share of TSBENCH_FUZZ_SECONDS
 (default 90 in all). The file is named so that the normal pytest run does not collect it;
-tests/test_fuzz_smoke.py runs every property for a few examples there."""
+tests/e2e/test_fuzz_smoke.py runs every property for a few examples there."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import os
 import time
 
 import pytest
-
 from properties import PROPERTIES, check
 
 SECONDS = float(os.environ.get("TSBENCH_FUZZ_SECONDS", "90"))

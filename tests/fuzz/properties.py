@@ -20,10 +20,11 @@ import shutil
 import tempfile
 
 import yaml
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tsbench import batches, native
-from tsbench.errors import UserError
+from tsbench.core.errors import UserError
+from tsbench.data import batches, native
 
 END = "2016-01-01T00:10:00Z"
 SCRATCH = pathlib.Path(tempfile.mkdtemp(prefix="tsbench-fuzz-"))
@@ -41,9 +42,9 @@ def samples() -> dict:
     """Valid inputs to mutate: a few lines of each data format, a queries file's lines
     (every shape), an experiment as data."""
     from tsbench import queries
-    from tsbench.datafile import tables_of
-    from tsbench.dataset import DatasetSpec, resolve
-    from tsbench.generate import generate
+    from tsbench.data.datafile import tables_of
+    from tsbench.data.dataset import DatasetSpec, resolve
+    from tsbench.data.generate import generate
 
     ds = resolve(DatasetSpec(scale=2, end=END, use_case="devops"))
     out = {}
@@ -226,7 +227,7 @@ OVERRIDES = st.lists(st.builds("{}={}".format, KEYS | st.text(max_size=12), st.t
 def experiment_reader(text, overrides):
     """An experiment file (with `run --set` items) is read into an experiment with its
     cells, or refused with a UserError."""
-    from tsbench.experiment import load_experiment
+    from tsbench.experiments.experiment import load_experiment
 
     p = SCRATCH / "fuzz.yaml"
     p.write_text(text)

@@ -12,8 +12,8 @@ import re
 import signal
 from dataclasses import dataclass
 
-from ..bounds import MAX_PROCESSES
-from ..errors import UserError
+from tsbench.core.bounds import MAX_PROCESSES
+from tsbench.core.errors import UserError
 
 CONNECT_S = 10.0          # bound on reaching a scheduler, and on a LocalCluster's workers starting
 _LOCAL = re.compile(r"local:(\d+)")

@@ -16,15 +16,15 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from ..batches import byte_ranges
-from ..databases.spread import target_options
-from ..errors import LoadError, UserError
-from ..hostfacts import client_facts
-from .address import open_cluster, parse
-from .facts import check_same_build, worker_facts
-from .merge import merged_timeline, on_driver_clock, shift_of
-from .shares import GeneratedData
-from .slot import ShareJob, SlotJob, make_share, remove_shares, run_slot
+from tsbench.cluster.address import open_cluster, parse
+from tsbench.cluster.facts import check_same_build, worker_facts
+from tsbench.cluster.merge import merged_timeline, on_driver_clock, shift_of
+from tsbench.cluster.shares import GeneratedData
+from tsbench.cluster.slot import ShareJob, SlotJob, make_share, remove_shares, run_slot
+from tsbench.core.errors import LoadError, UserError
+from tsbench.core.hostfacts import client_facts
+from tsbench.data.batches import byte_ranges
+from tsbench.databases.shared.spread import target_options
 
 POLL_S = 0.5             # the driver wakes when a slot ends, and at least this often
 ALIVE_S = 1.0            # how often it asks the scheduler which workers it has

@@ -5,8 +5,8 @@ differ."""
 
 from __future__ import annotations
 
-from ..errors import UserError
-from ..hostfacts import client_facts
+from tsbench.core.errors import UserError
+from tsbench.core.hostfacts import client_facts
 
 
 async def worker_facts(client, target: str) -> dict[str, dict]:
@@ -22,9 +22,9 @@ async def worker_facts(client, target: str) -> dict[str, dict]:
 def _facts_and_imports(target: str) -> dict:
     import importlib
 
-    from .. import databases
+    from tsbench import databases
 
-    for module in ("tsbench.generate", "tsbench.cluster.slot", "tsbench.cluster.stream_slot", "tsbench.stream.run",
+    for module in ("tsbench.data.generate", "tsbench.cluster.slot", "tsbench.cluster.stream_slot", "tsbench.stream.run",
                    "tsbench.stream.source"):                          # here, before the timed part
         importlib.import_module(module)
     databases.target_class(target)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from .slot import Stopped, until_done_or_stopped
+from tsbench.cluster.slot import Stopped, until_done_or_stopped
 
 CHECK_S = 0.5
 GO_POLL_S = 0.02
@@ -45,16 +45,16 @@ def run_query_slot(job: QuerySlotJob) -> dict:
     except Stopped:
         return {"slot": job.slot, "error": "stopped"}
     except BaseException as exc:          # sent back as the slot's cause, in one line
-        from ..pump import first_error
+        from tsbench.load.pump import first_error
 
         e = first_error(exc)
         return {"slot": job.slot, "error": str(e) or type(e).__name__}
 
 
 async def _run(job: QuerySlotJob, live, stop, go) -> dict:
-    from .. import databases
-    from ..databases.spread import make_target
-    from ..execute import Execution
+    from tsbench import databases
+    from tsbench.databases.shared.spread import make_target
+    from tsbench.execute.run import Execution
 
     t = make_target(databases.target_class(job.target), job.url, job.options)
     await t.open()

@@ -12,11 +12,11 @@ import asyncio
 import dataclasses
 import uuid
 
-from ..databases.spread import target_options
-from ..execute import Execution, ExecResult
-from ..watch import watchdog
-from .drive import Slots, maybe_cluster, one_process_refused
-from .query_slot import QuerySlotJob, run_query_slot
+from tsbench.cluster.drive import Slots, maybe_cluster, one_process_refused
+from tsbench.cluster.query_slot import QuerySlotJob, run_query_slot
+from tsbench.core.watch import watchdog
+from tsbench.databases.shared.spread import target_options
+from tsbench.execute.run import ExecResult, Execution
 
 
 async def execute(target, specs: list, opts, reference=None, tables=None) -> ExecResult:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..datafile import tables_of
-from ..dataset import Dataset
+from tsbench.data.datafile import tables_of
+from tsbench.data.dataset import Dataset
 
 
 @dataclass

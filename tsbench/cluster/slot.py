@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from ..model import Tables
+from tsbench.core.model import Tables
 
 CHECK_S = 0.5            # how often a slot looks at the stop event
 
@@ -52,8 +52,8 @@ def make_share(job: ShareJob) -> dict:
     worker's; {"slot", "path", "rows", "values", "sha256"}."""
     from distributed import get_worker
 
-    from ..dataset import resolve
-    from ..generate import generate_file
+    from tsbench.data.dataset import resolve
+    from tsbench.data.generate import generate_file
 
     d = tempfile.mkdtemp(prefix="tsbench-share-", dir=get_worker().local_directory)
     path = os.path.join(d, f"share{job.slot}.{job.fmt}")
@@ -86,17 +86,17 @@ def run_slot(job: SlotJob) -> dict:
     except Stopped:
         return {"slot": job.slot, "error": "stopped"}
     except BaseException as exc:          # sent back as the slot's cause, in one line
-        from ..pump import first_error
+        from tsbench.load.pump import first_error
 
         e = first_error(exc)
         return {"slot": job.slot, "error": str(e) or type(e).__name__}
 
 
 async def _run(job: SlotJob, live, stop) -> dict:
-    from .. import databases
-    from ..databases.spread import make_target
-    from ..batches import BatchReader, csv_layout
-    from ..pump import N_COUNTERS, pump
+    from tsbench import databases
+    from tsbench.data.batches import BatchReader, csv_layout
+    from tsbench.databases.shared.spread import make_target
+    from tsbench.load.pump import N_COUNTERS, pump
 
     t = make_target(databases.target_class(job.target), job.url, job.options)
     await t.open()

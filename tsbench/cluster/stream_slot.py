@@ -38,7 +38,7 @@ def run_stream_slot(job: StreamSlotJob) -> dict:
     try:
         return asyncio.run(_run(job, live, stop))
     except BaseException as exc:          # sent back as the slot's cause, in one line
-        from ..pump import first_error
+        from tsbench.load.pump import first_error
 
         e = first_error(exc)
         return {"slot": job.slot, "error": str(e) or type(e).__name__}
@@ -50,13 +50,13 @@ def _writer_shares(lo: int, hi: int, writers: int) -> list[tuple[int, int]]:
 
 
 async def _run(job: StreamSlotJob, live, stop) -> dict:
-    from .. import databases
-    from ..databases.spread import make_target
-    from ..datafile import tables_of
-    from ..dataset import resolve
-    from ..stream.run import StreamResult, Writers, epochs_of, stop_after
-    from ..stream.source import BatchSource
-    from ..stream.stats import Stats
+    from tsbench import databases
+    from tsbench.data.datafile import tables_of
+    from tsbench.data.dataset import resolve
+    from tsbench.databases.shared.spread import make_target
+    from tsbench.stream.run import StreamResult, Writers, epochs_of, stop_after
+    from tsbench.stream.source import BatchSource
+    from tsbench.stream.stats import Stats
 
     ds, opts = resolve(job.spec), job.opts
     t = make_target(databases.target_class(job.target), job.url, job.options)

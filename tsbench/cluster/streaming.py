@@ -14,15 +14,15 @@ import sys
 import time
 import uuid
 
-from ..datafile import tables_of
-from ..databases.spread import target_options
-from ..errors import UserError
-from ..load import CpuSpent
-from ..stream.run import StreamError, StreamResult, timed_then_verified
-from ..stream.stats import merged
-from ..watch import bounded, watchdog
-from .drive import Slots, maybe_cluster, one_process_refused
-from .stream_slot import StreamSlotJob, run_stream_slot
+from tsbench.cluster.drive import Slots, maybe_cluster, one_process_refused
+from tsbench.cluster.stream_slot import StreamSlotJob, run_stream_slot
+from tsbench.core.errors import UserError
+from tsbench.core.watch import bounded, watchdog
+from tsbench.data.datafile import tables_of
+from tsbench.databases.shared.spread import target_options
+from tsbench.load.run import CpuSpent
+from tsbench.stream.run import StreamError, StreamResult, timed_then_verified
+from tsbench.stream.stats import merged
 
 
 async def stream(target, ds, opts, server_pids: list[int] | None = None) -> StreamResult:

@@ -15,9 +15,9 @@ import importlib
 from functools import cache
 from importlib.metadata import entry_points
 
-from ..errors import UserError
-from .server import Server
-from .target import Target
+from tsbench.core.errors import UserError
+from tsbench.databases.shared.server import Server
+from tsbench.databases.shared.target import Target
 
 PACKAGES = (
     "null",

@@ -24,12 +24,12 @@ from typing import Callable
 
 import numpy as np
 
-from ..dataset import Dataset
-from ..errors import UserError
-from .base import DatasetContext, QuerySpec
-from .catalog import CATALOG
-from .shapes import summed
-from . import iot  # noqa: F401,E402  (registers the iot types)
+from tsbench.core.errors import UserError
+from tsbench.data.dataset import Dataset
+from tsbench.queries import iot  # noqa: F401,E402  (registers the iot types)
+from tsbench.queries.base import DatasetContext, QuerySpec
+from tsbench.queries.catalog import CATALOG
+from tsbench.queries.shapes import summed
 
 FORMAT_VERSION = 1
 ATTEMPTS = 32          # draws tried per query before an empty answer is kept (the rule above)
@@ -51,8 +51,8 @@ class _EntityValues:
 
 
 def context(ds: Dataset) -> DatasetContext:
-    from ..datafile import tables_of
-    from ..native import Simulator
+    from tsbench.data.datafile import tables_of
+    from tsbench.data.native import Simulator
 
     sim = Simulator(ds.compiled, ds.spec.seed, 0, ds.entities, ds.start_ns, ds.interval_ns, ds.epochs, cache=None)
     tags = {t.key: _EntityValues(sim, k, ds.entities) for k, t in enumerate(ds.schema.entity_tags)}
@@ -132,7 +132,7 @@ class _NonEmpty:
     def _reference(self):
         if self.given is not None:
             return self.given() if callable(self.given) else self.given
-        from .cached import CachedReference
+        from tsbench.queries.cached import CachedReference
 
         return CachedReference(self.ds, self.say)
 
@@ -145,7 +145,7 @@ def write_queries(path: str | pathlib.Path, ds: Dataset, seed: int, specs: list[
         head["allow_empty"] = allow_empty
     if not specs:
         raise UserError(f"{path}: no queries to write: an empty queries file is refused")
-    from ..outfile import write_text
+    from tsbench.core.outfile import write_text
 
     write_text(path, "--output", "".join(json.dumps(x) + "\n" for x in [head] + [s.to_dict() for s in specs]))
 
@@ -154,7 +154,7 @@ def read_queries(path: str | pathlib.Path) -> tuple[dict, list[QuerySpec]]:
     """The header and the specs of a queries file, every spec parsed into typed,
     bounded values (spec.py) before anything renders it; UserError in one line
     naming the file and line of the first that does not parse."""
-    from .spec import SpecError, parse
+    from tsbench.queries.spec import SpecError, parse
 
     p = pathlib.Path(path)
     try:

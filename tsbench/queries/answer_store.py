@@ -30,9 +30,9 @@ from typing import Callable
 
 import pyarrow as pa
 
-from ..dataset import Dataset
-from ..homedir import root as home_root
-from .base import QuerySpec
+from tsbench.core.homedir import root as home_root
+from tsbench.data.dataset import Dataset
+from tsbench.queries.base import QuerySpec
 
 ENV = "TSBENCH_REFERENCE_CACHE"
 FORMAT = 1                     # bump when the files or the keys change meaning
@@ -57,7 +57,7 @@ def dataset_key(ds: Dataset) -> str:
     """Changes whenever the reference engine's tables would."""
     import duckdb
 
-    from ..native import build_id
+    from tsbench.data.native import build_id
 
     engine = pathlib.Path(__file__).with_name("reference.py").read_bytes()
     return _sha({"format": FORMAT, "compiled": dataclasses.asdict(ds.compiled), "seed": ds.spec.seed,

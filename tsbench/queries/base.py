@@ -19,8 +19,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import UserError
-from ..model import Tables
+from tsbench.core.errors import UserError
+from tsbench.core.model import Tables
 
 MINUTE = 60 * 10**9
 HOUR = 60 * MINUTE

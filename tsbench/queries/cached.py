@@ -10,9 +10,9 @@ import sys
 import time
 from typing import Callable
 
-from ..dataset import Dataset
-from . import answer_store, reference
-from .base import QuerySpec
+from tsbench.data.dataset import Dataset
+from tsbench.queries import answer_store, reference
+from tsbench.queries.base import QuerySpec
 
 
 def _stderr(msg: str) -> None:

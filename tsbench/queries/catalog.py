@@ -16,7 +16,7 @@ from functools import partial
 
 import numpy as np
 
-from .base import DAY, HOUR, MINUTE, DatasetContext, QueryType, draw_entities, draw_window
+from tsbench.queries.base import DAY, HOUR, MINUTE, DatasetContext, QueryType, draw_entities, draw_window
 
 CPU = ("usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait", "usage_irq", "usage_softirq",
        "usage_steal", "usage_guest", "usage_guest_nice")

@@ -34,7 +34,7 @@ import math
 from dataclasses import dataclass
 from decimal import Decimal
 
-from .shapes import columns, ordered, summed
+from tsbench.queries.shapes import columns, ordered, summed
 
 # ---- comparing answers ------------------------------------------------------------------------
 

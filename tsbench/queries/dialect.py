@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Mapping
 
-from ..errors import Unsupported
-from .base import BASIC_SHAPES, QuerySpec, shape_of
-from .catalog import CATALOG
+from tsbench.core.errors import Unsupported
+from tsbench.queries.base import BASIC_SHAPES, QuerySpec, shape_of
+from tsbench.queries.catalog import CATALOG
 
 
 class Dialect:

@@ -44,9 +44,20 @@ from functools import partial
 
 import numpy as np
 
-from ..usecases.iot import TRUCK_TAGS
-from .base import DAY, MINUTE, DatasetContext, QueryType, SqlSpelling, Value, draw_entities, draw_window, lit, num
-from .catalog import CATALOG, CUSTOM, register
+from tsbench.data.usecases.iot import TRUCK_TAGS
+from tsbench.queries.base import (
+    DAY,
+    MINUTE,
+    DatasetContext,
+    QueryType,
+    SqlSpelling,
+    Value,
+    draw_entities,
+    draw_window,
+    lit,
+    num,
+)
+from tsbench.queries.catalog import CATALOG, CUSTOM, register
 
 TEN_MIN = 10 * MINUTE
 FLEETS = next(t.parts[0].choices for t in TRUCK_TAGS if t.key == "fleet")

@@ -17,11 +17,11 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from .. import homedir
-from ..dataset import Dataset
-from ..native import Simulator
-from .base import QuerySpec, SqlSpelling, q
-from .shapes import scale_sql, sql
+from tsbench.core import homedir
+from tsbench.data.dataset import Dataset
+from tsbench.data.native import Simulator
+from tsbench.queries.base import QuerySpec, SqlSpelling, q
+from tsbench.queries.shapes import scale_sql, sql
 
 CHUNK = 1 << 19         # rows a fill hands over at once: its arrays and their Arrow copies are the build's peak
 MEMORY_LIMIT = "256MB"     # DuckDB's buffer pool for the reference database

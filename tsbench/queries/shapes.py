@@ -14,7 +14,7 @@ custom     a query type of its own (iot): rendered per type.
 
 from __future__ import annotations
 
-from .base import SqlSpelling, Value, lit, num
+from tsbench.queries.base import SqlSpelling, Value, lit, num
 
 AGG_SQL = {"max": "max", "min": "min", "mean": "avg", "sum": "sum", "count": "count"}
 OPS = (">", ">=", "<", "<=", "=")
@@ -33,7 +33,7 @@ def columns(p: dict) -> tuple[bool, list[str], list[Value]]:
     if shape == "last":
         return True, list(p["group_by"]), [Value(f, t, True) for f, t in zip(p["fields"], p["types"])]
     if shape == "custom":
-        from .catalog import CUSTOM
+        from tsbench.queries.catalog import CUSTOM
 
         return CUSTOM[p["type"]].columns(p)
     raise ValueError(f"unknown query shape {shape!r}")
@@ -112,7 +112,7 @@ def sql(p: dict, d: SqlSpelling) -> str:
         return (f"SELECT DISTINCT ON ({', '.join(g)}) {', '.join(sel)} FROM {d.table(m)} "
                 f"ORDER BY {', '.join(g)}, m.time DESC")
     if shape == "custom":
-        from .catalog import CUSTOM
+        from tsbench.queries.catalog import CUSTOM
 
         return CUSTOM[p["type"]].sql(p, d)
     raise ValueError(f"unknown query shape {shape!r}")

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
-from .catalog import CATALOG, CUSTOM
+from tsbench.queries.catalog import CATALOG, CUSTOM
 
 INT64 = 2**63 - 1
 IDENT = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"             # measurement, field and tag names

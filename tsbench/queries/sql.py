@@ -5,10 +5,10 @@ time math). DuckDB uses the reference spelling; PostgreSQL its own."""
 
 from __future__ import annotations
 
-from .base import SqlSpelling
-from .catalog import CUSTOM
-from .dialect import Dialect
-from .shapes import sql
+from tsbench.queries.base import SqlSpelling
+from tsbench.queries.catalog import CUSTOM
+from tsbench.queries.dialect import Dialect
+from tsbench.queries.shapes import sql
 
 
 class Sql(Dialect):

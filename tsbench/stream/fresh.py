@@ -15,11 +15,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ..dataset import Dataset
-from ..errors import Fatal, Retryable, UserError
-from ..model import Tables
-from ..schema import Faults
-from .mixed import QueryStats
+from tsbench.core.errors import Fatal, Retryable, UserError
+from tsbench.core.model import Tables
+from tsbench.data.dataset import Dataset
+from tsbench.data.schema import Faults
+from tsbench.stream.mixed import QueryStats
 
 POLL_S = 0.01
 KIND = "freshness"

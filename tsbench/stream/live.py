@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from .stats import all_writers
+from tsbench.stream.stats import all_writers
 
 COLUMNS = (("writer", "writer"), ("rows", "rows/s"), ("values", "values/s"), ("p50_ms", "p50 ms"),
            ("p99_ms", "p99 ms"), ("max_ms", "max ms"), ("errors", "errors"), ("backoffs", "backoffs"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-from ..errors import UserError
+from tsbench.core.errors import UserError
 
 COUNTED = ("rows", "values", "bytes", "batches", "errors", "backoffs")
 QUANTILES = (("0.5", "p50_ms"), ("0.99", "p99_ms"), ("1", "max_ms"))

@@ -15,9 +15,9 @@ import asyncio
 import re
 import time
 
-from ..errors import Fatal, Retryable, Unsupported, UserError
-from ..queries.base import QuerySpec
-from .stats import histogram, LOWEST_US, HIGHEST_US
+from tsbench.core.errors import Fatal, Retryable, Unsupported, UserError
+from tsbench.queries.base import QuerySpec
+from tsbench.stream.stats import HIGHEST_US, LOWEST_US, histogram
 
 MINUTE_NS = 60 * 10**9
 

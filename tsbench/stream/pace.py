@@ -10,7 +10,6 @@ where the latency is about the target; the delay is recorded every second."""
 
 from __future__ import annotations
 
-
 STEP_S = 0.001                           # the delay's additive step under a target latency
 
 

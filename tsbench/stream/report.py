@@ -12,9 +12,9 @@ import asyncio
 import time
 from urllib.parse import urlsplit
 
-from ..databases.http import HttpClient
-from ..errors import Fatal, Retryable, UserError
-from .stats import COUNTS, all_writers
+from tsbench.core.errors import Fatal, Retryable, UserError
+from tsbench.databases.shared.http import HttpClient
+from tsbench.stream.stats import COUNTS, all_writers
 
 PUSH_TIMEOUT_S = 2.0
 

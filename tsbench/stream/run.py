@@ -16,25 +16,24 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from ..bounds import check_time
-from ..datafile import tables_of
-from ..dataset import Dataset
-from ..databases.target import Target
-from ..errors import Fatal, UserError
-from ..errors import LoadError
-from ..load import CpuSpent, _count_settled
-from ..pump import BackoffRule, first_error, write_with_backoff
-from ..model import Tables
-from ..timeutil import format_time
-from ..watch import Stalled, bounded, watchdog
-from .fresh import Freshness, check_probe
-from .live import LiveTable
-from .metrics import MetricsEndpoint
-from .mixed import Queries, RateClock, RatioClock
-from .pace import Pacer
-from .report import LineReport, check_url
-from .source import BatchSource
-from .stats import Stats
+from tsbench.core.bounds import check_time
+from tsbench.core.errors import Fatal, LoadError, UserError
+from tsbench.core.model import Tables
+from tsbench.core.timeutil import format_time
+from tsbench.core.watch import Stalled, bounded, watchdog
+from tsbench.data.datafile import tables_of
+from tsbench.data.dataset import Dataset
+from tsbench.databases.shared.target import Target
+from tsbench.load.pump import BackoffRule, first_error, write_with_backoff
+from tsbench.load.run import CpuSpent, _count_settled
+from tsbench.stream.fresh import Freshness, check_probe
+from tsbench.stream.live import LiveTable
+from tsbench.stream.metrics import MetricsEndpoint
+from tsbench.stream.mixed import Queries, RateClock, RatioClock
+from tsbench.stream.pace import Pacer
+from tsbench.stream.report import LineReport, check_url
+from tsbench.stream.source import BatchSource
+from tsbench.stream.stats import Stats
 
 MAX_TIME_NS = 2 ** 62                    # a run without points_per_series ends by its duration, well before
 
@@ -99,7 +98,7 @@ class StreamOptions(BackoffRule):
 
     def _check_cluster(self) -> None:
         """What runs from one client only is refused with --cluster, by name."""
-        from ..cluster.address import parse
+        from tsbench.cluster.address import parse
 
         parse(self.cluster)
         one = [name for name, on in (("--queries", self.queries is not None), ("--freshness", self.freshness),
@@ -178,7 +177,7 @@ class StreamResult:
 
 def start_now(interval: str | None) -> str:
     """`--start now`: the current time, down to the interval (10 s by default), RFC 3339."""
-    from ..timeutil import format_time, parse_duration
+    from tsbench.core.timeutil import format_time, parse_duration
 
     step = parse_duration(interval, "--interval") if interval else 10 * 10**9
     return format_time(time.time_ns() // step * step)
@@ -186,7 +185,7 @@ def start_now(interval: str | None) -> str:
 
 def spread_interval(time_span: str, points_per_series: int, what: str) -> str:
     """inch's -time: the interval that spreads points_per_series points over the span (in ns)."""
-    from ..timeutil import parse_duration
+    from tsbench.core.timeutil import parse_duration
 
     step = parse_duration(time_span, what) // points_per_series
     if step < 1:

@@ -9,9 +9,9 @@ size."""
 
 from __future__ import annotations
 
-from .. import native
-from ..dataset import Dataset
-from ..model import Batch
+from tsbench.core.model import Batch
+from tsbench.data import native
+from tsbench.data.dataset import Dataset
 
 START_BYTES = 1 << 20
 

@@ -3,5 +3,5 @@ C core, two schemas (the seed's `series` table of values, or one `wide` table
 per measurement), queries in CQL (cql.py, with cql_series.py, cql_wide.py and
 cql_iot.py); the server 5.0 from Maven Central."""
 
-TARGETS = {"cassandra": "load:CassandraTarget"}
+TARGETS = {"cassandra": "target:CassandraTarget"}
 SERVERS = {"cassandra": "server:CassandraServer"}

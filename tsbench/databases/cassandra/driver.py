@@ -23,16 +23,15 @@ import struct
 import threading
 import time
 
-from cassandra import (OperationTimedOut, ReadFailure, ReadTimeout, Unavailable, UnresolvableContactPoints,
-                       WriteTimeout)
+from cassandra import OperationTimedOut, ReadFailure, ReadTimeout, Unavailable, UnresolvableContactPoints, WriteTimeout
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
 from cassandra.connection import ConnectionException
 from cassandra.policies import ConstantReconnectionPolicy, RoundRobinPolicy
 from cassandra.protocol import BatchMessage, IsBootstrappingErrorMessage, OverloadedErrorMessage
 from cassandra.query import BatchStatement, BatchType, tuple_factory
 
-from ...errors import Fatal, Retryable, UserError
-from .. import blocking
+from tsbench.core.errors import Fatal, Retryable, UserError
+from tsbench.databases.shared import blocking
 
 CONNECT_TIMEOUT = 10.0
 NO_HOST_GRACE = 60.0          # seconds NoHostAvailable counts as a (re)starting server

@@ -28,8 +28,8 @@ value is kept as is in a series key, as the seed did."""
 
 from __future__ import annotations
 
-from ...errors import UserError
-from ...model import Table, Tables
+from tsbench.core.errors import UserError
+from tsbench.core.model import Table, Tables
 
 SERIES_TABLES = {"float": "series_double", "int": "series_bigint"}
 CQL_TYPES = {"float": "double", "int": "bigint", "string": "text"}

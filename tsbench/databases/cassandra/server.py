@@ -24,8 +24,8 @@ import socket
 import subprocess
 import tempfile
 
-from ...errors import ServerError
-from ..jvm import JvmServer, java_home_ok, lib_dir
+from tsbench.core.errors import ServerError
+from tsbench.databases.shared.jvm import JvmServer, java_home_ok, lib_dir
 
 VERSION = "5.0.9"
 NODETOOL_TIMEOUT = 1800.0

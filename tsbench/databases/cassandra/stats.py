@@ -16,9 +16,9 @@ column (schema=wide)."""
 
 from __future__ import annotations
 
-from ...model import Table
-from .cql import MS
-from .schema import SERIES_TABLES, ident
+from tsbench.core.model import Table
+from tsbench.databases.cassandra.dialects.base import MS
+from tsbench.databases.cassandra.schema import SERIES_TABLES, ident
 
 
 def _total(col: str, typ: str) -> str:

@@ -4,4 +4,4 @@ clickhouse-connect (HTTP); MergeTree tables ordered by (tags, time), Arrow
 inserts, queries in the shared SQL dialect spelled for ClickHouse. No local
 server: Debian's clickhouse-server (18.16) is too old for this SQL."""
 
-TARGETS = {"clickhouse": "load:ClickHouseTarget"}
+TARGETS = {"clickhouse": "target:ClickHouseTarget"}

@@ -23,8 +23,8 @@ import urllib.parse
 
 import pyarrow as pa
 
-from ... import secrets
-from ...errors import Fatal, Retryable, UserError
+from tsbench.core import secrets
+from tsbench.core.errors import Fatal, Retryable, UserError
 
 # ClickHouse error codes that are push-back, not refusal: retry the same batch later
 PUSHBACK_CODES = frozenset({

@@ -2,5 +2,5 @@
 per measurement, queries in the search DSL; local servers from Maven Central
 (OpenSearch 2.19.1, Elasticsearch 7.10.2) run by a small Java launcher."""
 
-TARGETS = {"elasticsearch": "load:ElasticsearchTarget"}
+TARGETS = {"elasticsearch": "target:ElasticsearchTarget"}
 SERVERS = {"opensearch": "server:OpenSearchServer", "elasticsearch": "server:ElasticsearchServer"}

@@ -28,8 +28,8 @@ import json
 import time
 import warnings
 
-from ...errors import Fatal, Retryable, UserError
-from ..http import Timed, batch_answer
+from tsbench.core.errors import Fatal, Retryable, UserError
+from tsbench.databases.shared.http import Timed, batch_answer
 
 TIMEOUT_S = 300.0
 POOL = 64

@@ -12,7 +12,7 @@ import json
 import pathlib
 import urllib.request
 
-from ..jvm import JvmServer
+from tsbench.databases.shared.jvm import JvmServer
 
 LAUNCHER = pathlib.Path(__file__).resolve().parent / "Launcher.java"
 

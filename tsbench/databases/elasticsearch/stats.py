@@ -12,8 +12,8 @@ every tag (`missing_bucket`: a null tag is a value of its own), page by page."""
 
 from __future__ import annotations
 
-from ...model import Table
-from .dsl import window
+from tsbench.core.model import Table
+from tsbench.databases.elasticsearch.dialect import window
 
 SERIES_PAGE = 1000
 INT_INIT = ("int k = params.f.size(); state.n = new long[k]; state.hs = new long[k]; state.ls = new long[k]; "

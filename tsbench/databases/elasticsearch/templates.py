@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 
-from ...model import Table
+from tsbench.core.model import Table
 
 TEMPLATES = ("default", "aggregation", "sorted")
 FIELD_TYPES = {"float": "double", "int": "long", "string": "keyword"}

@@ -13,9 +13,9 @@ import re
 import shutil
 import subprocess
 
-from ...errors import UserError
-from ..server import Server, bool_option, home, http_ok, say
-from ..install import apt_install, go_build
+from tsbench.core.errors import UserError
+from tsbench.databases.shared.install import apt_install, go_build
+from tsbench.databases.shared.server import Server, bool_option, home, http_ok, say
 
 GO_VERSION = "1.8.10"
 MODULE = "github.com/influxdata/influxdb"

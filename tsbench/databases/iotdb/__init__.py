@@ -3,5 +3,5 @@ model, loaded by aligned tablets of numpy columns through the apache-iotdb clien
 queried by tree-model SQL; the local server is IoTDB 2.0.1-beta from Maven Central,
 its ConfigNode and DataNode in one JVM run by a small Java launcher."""
 
-TARGETS = {"iotdb": "load:IotdbTarget"}
+TARGETS = {"iotdb": "target:IotdbTarget"}
 SERVERS = {"iotdb": "server:IotdbServer"}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 
-from ...errors import UserError
+from tsbench.core.errors import UserError
 
 FIRST_TAG_LEVEL = 3          # root . db . measurement . tags...
 DB_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

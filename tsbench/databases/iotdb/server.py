@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import pathlib
 
-from ..jvm import JvmServer
-from .paths import quiet_client_logs
+from tsbench.databases.iotdb.paths import quiet_client_logs
+from tsbench.databases.shared.jvm import JvmServer
 
 LAUNCHER = pathlib.Path(__file__).resolve().parent / "Launcher.java"
 VERSION = "2.0.1-beta"

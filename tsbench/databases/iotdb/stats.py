@@ -14,10 +14,10 @@ them; the halves are joined here as ints. A device beyond those bounds is Fatal
 
 from __future__ import annotations
 
-from ...errors import Fatal
-from ...model import Table
-from ..stats import exact_int
-from .paths import measurement_path, node
+from tsbench.core.errors import Fatal
+from tsbench.core.model import Table
+from tsbench.databases.iotdb.paths import measurement_path, node
+from tsbench.databases.shared.stats import exact_int
 
 SPLIT = 2 ** 26
 EXACT = 2 ** 53

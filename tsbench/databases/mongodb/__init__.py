@@ -3,5 +3,5 @@ async client, queried with aggregation pipelines; the local server is a
 MongoDB-wire stand-in (mongo-java-server from Maven Central), a real MongoDB by
 mongodb:// URL."""
 
-TARGETS = {"mongodb": "load:MongoTarget"}
+TARGETS = {"mongodb": "target:MongoTarget"}
 SERVERS = {"mongo-java-server": "server:MongoJavaServer"}

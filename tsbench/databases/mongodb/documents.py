@@ -27,8 +27,8 @@ load.py runs it, mql.py (the queries) reads the same names."""
 
 from __future__ import annotations
 
-from ...errors import UserError
-from ...model import Table
+from tsbench.core.errors import UserError
+from tsbench.core.model import Table
 
 TIME, TAGS = "time", "tags"
 HOUR, EVENTS = "hour", "events"          # the bucket layout's

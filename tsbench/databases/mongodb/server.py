@@ -17,7 +17,7 @@ from __future__ import annotations
 import pathlib
 import socket
 
-from ..jvm import JvmServer
+from tsbench.databases.shared.jvm import JvmServer
 
 LAUNCHER = pathlib.Path(__file__).resolve().parent / "Launcher.java"
 VERSION = "1.47.0"

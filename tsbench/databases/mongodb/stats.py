@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ...model import Table
-from .documents import EVENTS, HOUR, TAGS, TIME
+from tsbench.core.model import Table
+from tsbench.databases.mongodb.documents import EVENTS, HOUR, TAGS, TIME
 
 SLICE_ROWS = 100_000         # records of one measurement a pipeline reads, about
 MS = 10**6

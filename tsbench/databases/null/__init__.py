@@ -1,5 +1,5 @@
 """The null targets (phase 2): the harness ceiling without a database (`null`)
 and through HTTP to a sink that answers 204 (`null-http`)."""
 
-TARGETS = {"null": "load:NullTarget", "null-http": "load:NullHttpTarget"}
+TARGETS = {"null": "target:NullTarget", "null-http": "target:NullHttpTarget"}
 SERVERS = {"null-http": "server:NullHttpServer"}

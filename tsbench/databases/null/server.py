@@ -10,7 +10,7 @@ import json
 import pathlib
 import sys
 
-from ..server import Server, http_ok
+from tsbench.databases.shared.server import Server, http_ok
 
 
 class NullHttpServer(Server):

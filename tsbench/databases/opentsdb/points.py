@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 import re
 
-from ...errors import UserError
-from ...model import Table
+from tsbench.core.errors import UserError
+from tsbench.core.model import Table
 
 # what OpenTSDB 2.4 accepts in a metric, tag key or tag value (Tags.validateString):
 # ASCII letters and digits, - _ . / and any Unicode letter

@@ -18,8 +18,8 @@ import pathlib
 import shutil
 import urllib.request
 
-from ...errors import UserError
-from ..jvm import JvmServer, lib_dir, maven_lib
+from tsbench.core.errors import UserError
+from tsbench.databases.shared.jvm import JvmServer, lib_dir, maven_lib
 
 LAUNCHER = pathlib.Path(__file__).resolve().parent / "Launcher.java"
 VERSION = "2.4.1"

@@ -15,8 +15,8 @@ passes 2^53 (the target's value_checks say so), and it is only rounded to an int
 
 from __future__ import annotations
 
-from ...model import Table
-from .points import metric
+from tsbench.core.model import Table
+from tsbench.databases.opentsdb.points import metric
 
 AGGS = ("count", "sum", "min", "max")
 

@@ -1,5 +1,5 @@
 """PostgreSQL (phases 2-5): COPY into one table per measurement (tag sets in a
 table or inline), queries in SQL; the server from Debian or a wheel."""
 
-TARGETS = {"postgres": "load:PostgresTarget"}
+TARGETS = {"postgres": "target:PostgresTarget"}
 SERVERS = {"postgres": "server:PostgresServer"}

@@ -27,9 +27,9 @@ import stat
 import subprocess
 import sys
 
-from ...errors import ServerError, UserError
-from ..server import Server, bool_option, home, run_logged, say
-from ..install import apt_install
+from tsbench.core.errors import ServerError, UserError
+from tsbench.databases.shared.install import apt_install
+from tsbench.databases.shared.server import Server, bool_option, home, run_logged, say
 
 APT_PACKAGE = "postgresql-15"
 DEBIAN_ROOT = pathlib.Path("/usr/lib/postgresql")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from ...errors import UserError
-from ...queries.base import lit, q
+from tsbench.core.errors import UserError
+from tsbench.queries.base import lit, q
 
 NOT_INSTALLED = "the timescaledb extension is not installed on this server"
 _INTERVAL = re.compile(r"\d+\s*(microseconds?|milliseconds?|seconds?|minutes?|hours?|days?|weeks?)")

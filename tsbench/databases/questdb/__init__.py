@@ -4,5 +4,5 @@ PARTITION BY DAY); queries in QuestDB SQL (SAMPLE BY, LATEST ON) over its HTTP
 /exec endpoint; the local server is QuestDB 9.3.4's jar from Maven Central, run
 as a JPMS module."""
 
-TARGETS = {"questdb": "load:QuestDbTarget"}
+TARGETS = {"questdb": "target:QuestDbTarget"}
 SERVERS = {"questdb": "server:QuestDbServer"}

@@ -16,7 +16,7 @@ import pathlib
 import urllib.parse
 import urllib.request
 
-from ..jvm import JvmServer
+from tsbench.databases.shared.jvm import JvmServer
 
 VERSION = "9.3.4"
 LOG_CONF = """writers=stdout

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import itertools
 
-from ...model import Table
-from .metricsql import regex_quote
+from tsbench.core.model import Table
+from tsbench.databases.victoriametrics.dialect import regex_quote
 
 NOCACHE_LABEL = "tsbench_nocache"
 

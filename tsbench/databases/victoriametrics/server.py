@@ -11,9 +11,9 @@ import pathlib
 import re
 import subprocess
 
-from ...errors import ServerError, UserError
-from ..server import Server, home, http_ok, say
-from ..install import apt_install, go_build
+from tsbench.core.errors import ServerError, UserError
+from tsbench.databases.shared.install import apt_install, go_build
+from tsbench.databases.shared.server import Server, home, http_ok, say
 
 APT_PACKAGE = "victoria-metrics"
 APT_BINARY = pathlib.Path("/usr/bin/victoria-metrics")
