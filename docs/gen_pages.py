@@ -60,9 +60,17 @@ def command_path(words: list[str]) -> str:
     return "commands/" + "-".join(words) + ".md"
 
 
+def _plain(text: str) -> str:
+    """Text shown as written: outside `code spans`, < > & would be taken for HTML."""
+    parts = text.split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
+
+
 def _cell(text: object) -> str:
     """Text fit for one Markdown table cell."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    return _plain(" ".join(str(text).split())).replace("|", "\\|")
 
 
 def _bounds(kind: click.ParamType) -> str:
@@ -181,7 +189,7 @@ def _servers_part(cls: type) -> list[str]:
         out += [f"### Local server `{kind}` ({how})", ""]
         if version:
             out += [f"Version: {version}.", ""]
-        out += [inspect.cleandoc(inspect.getmodule(server).__doc__ or ""), ""]
+        out += [_plain(inspect.cleandoc(inspect.getmodule(server).__doc__ or "")), ""]
     return out
 
 
@@ -215,7 +223,7 @@ def database_page(name: str, matrix) -> str:
     from tsbench.databases import target_class
 
     cls = target_class(name)
-    out = [f"# {name}", "", _package_doc(cls), "", "## How tsbench runs it", "", *_servers_part(cls),
+    out = [f"# {name}", "", _plain(_package_doc(cls)), "", "## How tsbench runs it", "", *_servers_part(cls),
            "## What it is", "", *_facts(cls), "",
            f"## Options ({cls.options_model.__name__})", "",
            "Given as `--option KEY=VALUE` on the command line or under `options:` in an experiment file.", "",
@@ -246,6 +254,13 @@ def figure_records() -> list[dict]:
     return sorted(records, key=lambda r: r["date"], reverse=True)
 
 
+def _number(v: float) -> str:
+    """A figure as people read it: thousands grouped, three significant digits below 100."""
+    if isinstance(v, int) or abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
 def _host_line(host: dict) -> str:
     gib = host.get("memory_bytes", 0) / 2**30
     return (f"{host.get('cpu_model') or 'unknown CPU'}, {host.get('cores')} cores, {gib:.1f} GiB, "
@@ -265,7 +280,7 @@ def figures_page() -> str:
         if r.get("notes"):
             out += [f"Notes: {r['notes']}", ""]
         out += ["| figure | value | unit |", "|---|---|---|"]
-        out += [f"| {_cell(f['name'])} | {f['value']:,} | {_cell(f['unit'])} |" for f in r["figures"]]
+        out += [f"| {_cell(f['name'])} | {_number(f['value'])} | {_cell(f['unit'])} |" for f in r["figures"]]
         out.append("")
     if not figure_records():
         out.append("No figures recorded yet.")
