@@ -42,7 +42,7 @@ def _commands() -> list[tuple[list[str], object]]:
     listed = subprocess.run([sys.executable, "-m", "tsbench", "--help"], capture_output=True, text=True,
                             check=True).stdout.split("Commands:")[1]
     group = root_group()
-    assert sorted(group.commands) == sorted(line.split()[0] for line in listed.splitlines() if line.strip())
+    assert sorted(group.commands) == sorted(re.findall(r"^  (\S+)", listed, re.M))   # not wrapped help lines
     out = []
 
     def walk(cmd, words):
