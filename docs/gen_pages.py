@@ -61,10 +61,11 @@ def command_path(words: list[str]) -> str:
 
 
 def _plain(text: str) -> str:
-    """Text shown as written: outside `code spans`, < > & would be taken for HTML."""
+    """Text shown as written: outside `code spans`, < > & would be taken for HTML and * _ for emphasis."""
     parts = text.split("`")
     for i in range(0, len(parts), 2):
         parts[i] = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        parts[i] = parts[i].replace("*", "\\*").replace("_", "\\_")
     return "`".join(parts)
 
 
