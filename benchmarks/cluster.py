@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 
+from benchmarks import record
+
 END = "2016-01-02T00:00:00Z"
 
 
@@ -38,7 +40,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--data-dir", default=None, help="Keep the generated file here between runs.")
+    record.arguments(ap)
     a = ap.parse_args()
+    record.start("cluster", a)
     d = a.data_dir or tempfile.mkdtemp(prefix="tsbench-bench-")
     os.makedirs(d, exist_ok=True)
     data = os.path.join(d, "devops100-1d.lp")
@@ -52,7 +56,10 @@ def main() -> None:
         rates[cluster] = statistics.median(r[0] for r in runs)
         print(f"{cluster:>8}: {rates[cluster]:>12,.0f} rows/s  client CPU {statistics.median(r[1] for r in runs):.2f} s"
               f"  start to first batch {statistics.median(r[2] for r in runs):.3f} s (max {max(r[2] for r in runs):.3f} s)")
+        record.figure(f"{cluster}: load rate", rates[cluster], "rows/s")
     print(f"local:2 / local:1: {rates['local:2'] / rates['local:1']:.2f}x")
+    record.figure("local:2 over local:1", rates["local:2"] / rates["local:1"], "x")
+    record.finish()
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ import time
 
 import psutil
 
+from benchmarks import record
+
 
 def _sample_memory(proc: psutil.Popen, peaks: dict, done: threading.Event) -> None:
     """Every 100 ms until `done`: the largest RSS of one process of the tree, and the
@@ -117,6 +119,7 @@ def print_phases(a, rows: int, splits: list[tuple[float, float]], one: list[dict
                             ("command", statistics.median(r["cpu"] for r in one), "the whole generate command")):
         rate = f"{rows / sec:>12,.0f} rows/s" if sec > 0 and name != "rest" else f"{'':>19}"
         print(f"{name:>9} {sec:>8.2f} CPU s {rate}  {what}")
+        record.figure(f"one process: {name} ({what.split(' (')[0]})", sec, "CPU s")
 
 
 def _fill_slice(a, lo: int, hi: int) -> None:
@@ -178,9 +181,11 @@ def main() -> None:
     ap.add_argument("--no-phases", action="store_true", help="skip the one-process split")
     ap.add_argument("--no-ceiling", action="store_true", help="skip the machine's two-process ceiling")
     ap.add_argument("--fill-slice", nargs=2, type=int, help=argparse.SUPPRESS)
+    record.arguments(ap)
     a = ap.parse_args()
     if a.fill_slice:
         return _fill_slice(a, *a.fill_slice)
+    record.start("generate", a)
     compile_bytecode()
     with tempfile.TemporaryDirectory() as d:
         # the manifest of one real run gives the row and value counts
@@ -215,6 +220,7 @@ def main() -> None:
         print_ceiling(more["ceiling"], results[2])
     if "phases" in more:
         print_phases(a, rows, more["phases"], results[1])
+    record.finish()
 
 
 def timed_rounds(cmds: dict[int, list[str]], rounds: int, extras: dict) -> tuple[dict[int, list[dict]], dict]:
@@ -244,6 +250,10 @@ def print_row(p: int, runs: list[dict], mem: dict, m: dict) -> None:
     print(f"{used:>9} {wall:>8.2f} {best:>6.2f} {gen:>7.2f} {rows / wall:>12,.0f} {values / wall:>13,.0f} "
           f"{nbytes / wall / 1e6:>8,.0f} {cpu:>7.2f} {mem['peak_one'] / 2**20:>10.1f} MB "
           f"{mem['peak_total'] / 2**20:>11.1f} MB")
+    record.figure(f"-j{p}: whole command, median wall time", wall, "s")
+    record.figure(f"-j{p}: rows per second of the whole command", rows / wall, "rows/s")
+    record.figure(f"-j{p}: CPU time, all processes", cpu, "s")
+    record.figure(f"-j{p}: peak PSS of the process tree", mem["peak_total"] / 2**20, "MiB")
 
 
 def print_ratios(results: dict[int, list[dict]]) -> None:
@@ -251,6 +261,8 @@ def print_ratios(results: dict[int, list[dict]]) -> None:
     for p in (p for p in results if p > 1 and 1 in results):
         pairs = list(zip(results[1], results[p]))
         whole = _spread([(one["wall"], many["wall"]) for one, many in pairs], "x")
+        record.figure(f"-j{p} against -j1, whole command (median of the rounds' ratios)",
+                      statistics.median(one["wall"] / many["wall"] for one, many in pairs), "x")
         gen = _spread([(one["gen"], many["gen"]) for one, many in pairs], "x")
         print(f"-j{p} against -j1 (median of the {len(pairs)} rounds' ratios, their range): "
               f"{whole} the whole command, {gen} the generation alone; goal 1.8x at -j2")

@@ -29,6 +29,7 @@ import tempfile
 
 import psutil
 
+from benchmarks import record
 from tsbench import databases
 from tsbench.databases.shared.http import GZIP_LEVEL
 
@@ -119,6 +120,10 @@ def _line(name: str, runs: list[dict]) -> dict:
     print(f"{name:>20} {runs[0]['rows']:>10,} {med['seconds']:>8.2f} {med['rows_per_s']:>11,.0f} "
           f"{med['values_per_s']:>12,.0f} {med['mb_per_s']:>7,.0f} {med['client_cpu_seconds']:>12.2f} "
           f"{med['client_cpu_s_per_mb']:>9.4f} {server:>12.2f} {ratio:>13} {med['backoffs']:>8.0f}")
+    record.figure(f"{name}: load rate", med["rows_per_s"], "rows/s")
+    record.figure(f"{name}: client CPU", med["client_cpu_seconds"], "s")
+    if scpu:
+        record.figure(f"{name}: server CPU", server, "s")
     return med
 
 
@@ -145,7 +150,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--data-dir", default=None, help="Keep the generated files here between runs.")
+    record.arguments(ap)
     a = ap.parse_args()
+    record.start("load", a)
     d = a.data_dir or tempfile.mkdtemp(prefix="tsbench-bench-")
     os.makedirs(d, exist_ok=True)
     print(f"devops {a.scale} hosts, seed 123; {a.runs} runs each, medians; CPU s = user + system during the "
@@ -158,6 +165,7 @@ def main() -> None:
     with sink or contextlib.nullcontext():
         for name in names:
             _case(name, a, d, sink if name in FLOOR_OF else None)
+    record.finish()
 
 
 def _case(name: str, a, d: str, sink) -> None:

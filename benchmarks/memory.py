@@ -17,6 +17,7 @@ import time
 
 import psutil
 
+from benchmarks import record
 from benchmarks.generate import measure
 
 SCALES = {100: ("2016-01-02T00:00:00Z", "1 day"), 10_000: ("2016-01-01T00:10:00Z", "10 min"),
@@ -34,6 +35,8 @@ def generator(processes: list[int]) -> None:
             where = f"state in a file of {r['state_file_mb']} MB" if r["state_file_mb"] else "state in memory"
             print(f"  {scale:>9,} hosts x {span:<6} -j{p} ({r['used']} used): {r['peak_total'] / 2**20:7.1f} MiB PSS"
                   f" ({r['peak_one'] / 2**20:.1f} MiB RSS)  {r['wall']:.1f} s  {where}", flush=True)
+            record.figure(f"generate {scale:,} hosts x {span}, -j{p}: peak PSS of the process tree",
+                          r["peak_total"] / 2**20, "MiB")
 
 
 def _reference_child(end: str, cache: str) -> None:
@@ -69,11 +72,14 @@ def main() -> None:
     ap.add_argument("--processes", default="1,2")
     ap.add_argument("--reference-end", default="2016-01-02T00:00:00Z")
     ap.add_argument("--reference-child", nargs=2, help=argparse.SUPPRESS)
+    record.arguments(ap)
     a = ap.parse_args()
     if a.reference_child:
         return _reference_child(*a.reference_child)
+    record.start("memory", a)
     generator([int(p) for p in a.processes.split(",")])
     reference(a.reference_end)
+    record.finish()
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ import tempfile
 import urllib.parse
 import urllib.request
 
+from benchmarks import record
+
 
 class _Floor:
     """The same requests sent by a bare blocking HTTP client (http.client, one keep-alive
@@ -139,6 +141,10 @@ async def _run(a) -> None:
             rows.append(await _one_run(c.target.url, c.target, specs, bodies, a))
             print(_row(str(run + 1), rows[-1]), flush=True)
         print(_row("median", _medians(rows)))
+        med = _medians(rows)
+        for k, head, _ in COLUMNS:
+            record.figure(f"{a.type}: {head.replace(' ms', '').replace(' q/s', '')}", med[k],
+                          "ms" if head.endswith("ms") else "queries/s" if "q/s" in head else "x")
     print("server mean: InfluxDB's own queryDurationNs per query (the floor's and tsbench's 1-worker queries, "
           "burn-in included); floor p50: the same "
           "requests from a bare blocking http.client on one keep-alive connection, send -> last byte read, "
@@ -154,7 +160,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--block", type=int, default=200, help="queries per block: floor and tsbench alternate")
     ap.add_argument("--data-dir", default=None)
-    asyncio.run(_run(ap.parse_args()))
+    record.arguments(ap)
+    a = ap.parse_args()
+    record.start("queries", a)
+    asyncio.run(_run(a))
+    record.finish()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import time
 
 import psutil
 
+from benchmarks import record
+
 POINTS = 1080                      # 3 hours at 10 s
 END = "2016-01-01T03:00:00Z"
 
@@ -67,6 +69,8 @@ def _memory(minutes: float, rate: int, d: str) -> None:
     print(f"open loop {rate:,} rows/s for {minutes:g} min: {s['rows']:,} rows at {s['rows_per_s']:,.0f} rows/s, "
           f"write p99 {s['latency_ms'].get('p99', float('nan')):.2f} ms; stream process PSS {first:,.1f} MB "
           f"after 10 s, {last:,.1f} MB at the end")
+    record.figure(f"long stream at {rate:,} rows/s: rate reached", s["rows_per_s"], "rows/s")
+    record.figure(f"long stream at {rate:,} rows/s: process PSS at the end", last, "MB")
 
 
 def main() -> None:
@@ -75,7 +79,9 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=10.0, help="Length of the memory run (0: skip it).")
     ap.add_argument("--rate", type=int, default=100_000, help="rows/s of the memory run")
     ap.add_argument("--data-dir", default=None, help="Keep the generated file here between runs.")
+    record.arguments(ap)
     a = ap.parse_args()
+    record.start("stream", a)
     d = a.data_dir or tempfile.mkdtemp(prefix="tsbench-bench-")
     os.makedirs(d, exist_ok=True)
     print(f"devops 100 hosts x {POINTS} points per series (972,000 rows) into the null HTTP sink, 4 x 10,000 rows; "
@@ -84,8 +90,11 @@ def main() -> None:
         runs = [fn(d) for _ in range(a.runs)]
         print(f"{label:>20}: {statistics.median(r[0] for r in runs):>10,.0f} rows/s "
               f"{statistics.median(r[1] for r in runs):>10,.0f} rows per client CPU s")
+        record.figure(f"{label}: rate", statistics.median(r[0] for r in runs), "rows/s")
+        record.figure(f"{label}: rows per client CPU second", statistics.median(r[1] for r in runs), "rows/CPU s")
     if a.minutes:
         _memory(a.minutes, a.rate, d)
+    record.finish()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 
+from benchmarks import record
+
 
 def _data(a, fmt: str) -> str:
     d = a.data_dir or tempfile.mkdtemp(prefix="tsbench-bench-")
@@ -55,6 +57,8 @@ def _ratios(name: str, runs: list[tuple]) -> None:
     med = {k: [statistics.median(r[i] for r in runs if r[0] is k) for i in (1, 2, 3)] for k in (False, True)}
     print(f"{name:>10} {'ratio':>8} " + " ".join(f"{w / wo:>9.3f}" for w, wo in zip(med[True], med[False]))
           + "   (median of runs with / without validation)")
+    for stat, w, wo in zip(("mean", "p50", "p99"), med[True], med[False]):
+        record.figure(f"{name}: {stat} latency with validation over without", w / wo, "x")
 
 
 async def _run(a) -> None:
@@ -78,7 +82,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--targets", nargs="+", default=["duckdb", "postgres"])
     ap.add_argument("--data-dir", default=None)
-    asyncio.run(_run(ap.parse_args()))
+    record.arguments(ap)
+    a = ap.parse_args()
+    record.start("validation", a)
+    asyncio.run(_run(a))
+    record.finish()
 
 
 if __name__ == "__main__":

@@ -43,3 +43,27 @@ def test_a_tiny_run_prints_every_part():
                  "command"):
         assert part in out.stdout, part
     assert "Traceback" not in out.stderr
+
+
+def test_a_recorded_run_writes_its_figures_with_command_commit_and_host(tmp_path):
+    import json
+    import os
+
+    from benchmarks.record import ROOT
+
+    out = subprocess.run([sys.executable, "-m", "benchmarks.generate", "--scale", "2", "--end", "2016-01-01T00:20:00Z",
+                          "--runs", "1", "--no-ceiling", "--notes", "a test run"], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "TSBENCH_RECORD": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    (path,) = tmp_path.glob("generate-*.json")
+    rec = json.loads(path.read_text())
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+    assert rec["command"] == "python -m benchmarks.generate --scale 2 --end 2016-01-01T00:20:00Z --runs 1 " \
+                             "--no-ceiling --notes 'a test run'"
+    assert rec["commit"] == head.strip() and rec["notes"] == "a test run" and rec["date"].endswith("Z")
+    assert rec["host"]["cores"] == os.cpu_count() and rec["host"]["memory_bytes"] > 0
+    figures = {f["name"]: f for f in rec["figures"]}
+    assert figures["-j1: rows per second of the whole command"]["unit"] == "rows/s"
+    assert figures["-j1: rows per second of the whole command"]["value"] > 0
+    assert all(set(f) == {"name", "value", "unit"} and f["unit"] for f in rec["figures"])
+    assert f"figures recorded in {path}" in out.stdout

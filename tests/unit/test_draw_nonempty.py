@@ -189,5 +189,5 @@ def test_cli_allow_empty_and_the_documented_rule(tmp_path):
     assert f"attempts 1 .. {k - 1} draw again" in queries.__doc__ and f"if all {k} (ATTEMPTS)" in \
         " ".join(queries.__doc__.split())
     from pathlib import Path
-    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
-    assert f"attempts 1 to {k - 1} draw again" in readme and f"if all {k} are empty" in readme
+    guide = " ".join((Path(__file__).resolve().parents[2] / "docs" / "guide" / "queries.md").read_text().split())
+    assert f"attempts 1 to {k - 1} draw again" in guide and f"if all {k} are empty" in guide

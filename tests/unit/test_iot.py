@@ -115,9 +115,9 @@ def test_parameters_are_the_fault_settings_with_tsbs_defaults():
     assert (faults.missing, faults.max_delay, faults.late) == (0.2, 3, 0.3)
 
 
-def test_readme_lists_the_declared_defaults():
-    readme = " ".join((pathlib.Path(tsbench.__file__).parent.parent / "README.md").read_text().split())
-    listed = re.search(r"Parameters and defaults: `([^`]*)`", readme).group(1)
+def test_docs_list_the_declared_defaults():
+    guide = " ".join((pathlib.Path(tsbench.__file__).parent.parent / "docs" / "guide" / "generate.md").read_text().split())
+    listed = re.search(r"Parameters and defaults: `([^`]*)`", guide).group(1)
     assert {k: float(v) for k, v in (kv.split("=") for kv in listed.split())} == fault_defaults("iot")
 
 

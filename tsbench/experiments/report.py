@@ -481,7 +481,7 @@ def render(run_dir: str | pathlib.Path) -> str:
                     parts.append(latency_table(cells, queries))
     parts.append("<h2>Tables</h2><p class='caption'>In this folder: " + ", ".join(
         f"<code>{t}.parquet</code>" for t in TABLES) + " and <code>manifest.json</code>; "
-        "column names and units are in tsbench's README.</p></body></html>")
+        "column names and units are in tsbench's docs (docs/results.md).</p></body></html>")
     return "\n".join(parts)
 
 

@@ -1,8 +1,8 @@
 """Which query types each registered target runs (phases 3-5), as data derived from the
 dialects: a column per target and query language (`influx`, `influx/flux`),
 a row per catalog type, and for every type a target does not run, the reason.
-`tsbench queries list` prints it; the README's table is its Markdown form
-(a test keeps the two equal)."""
+`tsbench queries list` prints it; the docs' databases page shows its Markdown form,
+generated from it (docs/gen_pages.py)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def support_matrix() -> SupportMatrix:
 
 
 def markdown_table(m: SupportMatrix) -> str:
-    """The README's table: a row per type; per column yes, `-` (the dialect does not implement the
+    """The docs' table (databases page): a row per type; per column yes, `-` (the dialect does not implement the
     type's shape) or `no (N)` (excluded, the reason in footnote N below the table)."""
     cols = list(m.columns)
     notes: dict[str, int] = {}

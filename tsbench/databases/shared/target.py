@@ -93,7 +93,7 @@ class Target:
         given = [k for k in GZIP_KEYS if k in options and k not in cls.options_model.model_fields]
         if given:
             raise UserError(f"target {cls.name}: option {given[0]}: {cls.name} cannot gzip its request "
-                            f"bodies (only targets that post text over HTTP can: see the README's load section)")
+                            f"bodies (only targets that post text over HTTP can: see docs/guide/load.md)")
 
     @classmethod
     def local_url(cls, instance_dir) -> str | None:

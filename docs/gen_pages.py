@@ -1,0 +1,317 @@
+"""The docs site's generated pages (run by the mkdocs-gen-files plugin at build time).
+
+Nothing here is typed by hand: the command pages come from the click commands that
+`tsbench` runs (found through the console script declared in pyproject.toml), the
+database pages from the registry (tsbench.databases) and its support matrix
+(tsbench/databases/shared/support.py), and the figures page from the JSON files the
+self-benchmarks record in docs/figures/ (benchmarks/record.py).
+
+`pages()` returns {path in the site: Markdown text}; `python docs/gen_pages.py PAGE` prints one
+of them (databases/index.md, commands/load.md, ...) without building the site."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import pathlib
+import re
+import sys
+import types
+import typing
+
+import click
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FIGURES = ROOT / "docs" / "figures"
+if str(ROOT) not in sys.path:          # document the tree being built, not another installed copy
+    sys.path.insert(0, str(ROOT))
+
+
+# ---- commands -------------------------------------------------------------------------
+
+def root_group() -> click.Group:
+    """The click group behind the `tsbench` console script: the group with the most
+    commands among those of the script's module."""
+    ref = re.search(r'^tsbench\s*=\s*"([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+    module = importlib.import_module(ref.partition(":")[0])
+    groups = [v for v in vars(module).values() if isinstance(v, click.Group)]
+    return max(groups, key=lambda g: len(g.commands))
+
+
+def commands() -> list[tuple[list[str], click.Command, click.Context]]:
+    """Every command and group under the root, with its words (["queries", "list"]) and a context."""
+    root = root_group()
+    out = []
+
+    def walk(cmd: click.Command, words: list[str], parent: click.Context | None) -> None:
+        ctx = click.Context(cmd, info_name=words[-1] if words else "tsbench", parent=parent)
+        if words:
+            out.append((words, cmd, ctx))
+        if isinstance(cmd, click.Group):
+            for name in sorted(cmd.commands):
+                if not cmd.commands[name].hidden:
+                    walk(cmd.commands[name], [*words, name], ctx)
+    walk(root, [], None)
+    return out
+
+
+def command_path(words: list[str]) -> str:
+    return "commands/" + "-".join(words) + ".md"
+
+
+def _plain(text: str) -> str:
+    """Text shown as written: outside `code spans`, < > & would be taken for HTML and * _ for emphasis."""
+    parts = text.split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        parts[i] = parts[i].replace("*", "\\*").replace("_", "\\_")
+    return "`".join(parts)
+
+
+def _cell(text: object) -> str:
+    """Text fit for one Markdown table cell."""
+    return _plain(" ".join(str(text).split())).replace("|", "\\|")
+
+
+def _bounds(kind: click.ParamType) -> str:
+    if not isinstance(kind, (click.IntRange, click.FloatRange)):
+        return ""
+    low = "" if kind.min is None else f"{kind.min} {'<' if kind.min_open else '≤'} "
+    high = "" if kind.max is None else f" {'<' if kind.max_open else '≤'} {kind.max}"
+    return f"{low}x{high}"
+
+
+def _type_name(p: click.Parameter) -> str:
+    kind = p.type
+    if isinstance(p, click.Option) and p.is_flag:
+        return "flag"
+    if isinstance(kind, click.Choice):
+        return "one of " + ", ".join(f"`{c}`" for c in kind.choices)
+    names = {click.IntRange: "integer", click.FloatRange: "number"}
+    name = names.get(type(kind), kind.name)
+    return f"{name}, repeatable" if getattr(p, "multiple", False) else name
+
+
+def _default(p: click.Parameter) -> str:
+    value = p.default
+    if value is None or callable(value) or "UNSET" in repr(value) or value == () or p.required:
+        return ""
+    if isinstance(p, click.Option) and p.is_flag and value is False:
+        return ""
+    return f"`{value}`"
+
+
+def _clean_help(text: str | None) -> str:
+    lines = [ln for ln in inspect.cleandoc(text or "").splitlines() if ln.strip() != "\b"]
+    return "\n".join(lines).split("\f")[0].strip()
+
+
+def command_page(words: list[str], cmd: click.Command, ctx: click.Context) -> str:
+    """A command's page: usage, its help, and a table of its arguments and options."""
+    title = "tsbench " + " ".join(words)
+    out = [f"# {title}", "", "```text", cmd.get_usage(ctx).replace("Usage: ", "", 1), "",
+           _clean_help(cmd.help), "```", ""]
+    if isinstance(cmd, click.Group):
+        out += ["Subcommands:", ""]
+        out += [f"- [{title} {n}]({'-'.join([*words, n])}.md): {_cell(c.get_short_help_str(90))}"
+                for n, c in sorted(cmd.commands.items()) if not c.hidden]
+        return "\n".join(out) + "\n"
+    params = [p for p in cmd.params if not getattr(p, "hidden", False)]
+    if not params:
+        return "\n".join(out + ["This command has no options."]) + "\n"
+    out += ["| argument or option | type | default | bounds | help |", "|---|---|---|---|---|"]
+    for p in params:
+        name = ", ".join(f"`{o}`" for o in p.opts) if isinstance(p, click.Option) else f"`{p.human_readable_name}`"
+        out.append(f"| {name} | {_cell(_type_name(p))} | {_cell(_default(p))} | {_cell(_bounds(p.type))} | "
+                   f"{_cell(getattr(p, 'help', None) or ('required' if p.required else ''))} |")
+    return "\n".join(out) + "\n"
+
+
+def commands_index() -> str:
+    out = ["# Commands", "", "Every command of `python -m tsbench` (or `tsbench`), with its options as the",
+           "command line declares them: this page and those it links to are generated from the click",
+           "commands when the site is built.", "", "| command | what it does |", "|---|---|"]
+    for words, cmd, _ in commands():
+        out.append(f"| [tsbench {' '.join(words)}]({'-'.join(words)}.md) | {_cell(cmd.get_short_help_str(100))} |")
+    return "\n".join(out) + "\n"
+
+
+# ---- databases ------------------------------------------------------------------------
+
+def _package_doc(cls: type) -> str:
+    pkg = importlib.import_module(cls.__module__.rsplit(".", 1)[0])
+    return inspect.cleandoc(pkg.__doc__ or "")
+
+
+def _annotation(a: object) -> str:
+    if typing.get_origin(a) is typing.Literal:
+        return "one of " + ", ".join(f"`{v}`" for v in typing.get_args(a))
+    if typing.get_origin(a) in (typing.Union, types.UnionType):
+        return " or ".join("unset" if x is type(None) else _annotation(x) for x in typing.get_args(a))
+    text = a.__name__ if isinstance(a, type) else str(a)
+    return re.sub(r"\b(typing|pydantic\.types|pydantic)\.", "", text)
+
+
+def _constraints(field) -> str:
+    words = {"ge": "≥", "gt": ">", "le": "≤", "lt": "<", "pattern": "matches"}
+    out = []
+    for meta in field.metadata:
+        for key, sign in words.items():
+            value = getattr(meta, key, None)
+            if value is not None:
+                out.append(f"{sign} `{value}`" if key == "pattern" else f"{sign} {value}")
+    return ", ".join(out)
+
+
+def options_table(model: type) -> list[str]:
+    """The target's options model as a table: name, type, default, bounds, description."""
+    fields = model.model_fields
+    if not fields:
+        return ["This target takes no options (`--option` / `options:`)."]
+    out = ["| option | type | default | bounds | description |", "|---|---|---|---|---|"]
+    for name, f in fields.items():
+        default = "" if f.is_required() else f"`{f.default}`" if f.default is not None else "unset"
+        out.append(f"| `{name}` | {_cell(_annotation(f.annotation))} | {_cell(default)} | "
+                   f"{_cell(_constraints(f))} | {_cell(f.description or '')} |")
+    return out
+
+
+def _servers_part(cls: type) -> list[str]:
+    from tsbench.databases import server_class
+
+    if cls.server_kind is None:
+        return ["tsbench runs it in-process (`--server local`): no server to install or start.", ""]
+    out = []
+    for k, kind in enumerate((cls.server_kind, *cls.other_server_kinds)):
+        server = server_class(kind)
+        how = "`--server local`" if k == 0 else f"`--server local:{kind}`"
+        version = getattr(server, "lib_version", None)
+        out += [f"### Local server `{kind}` ({how})", ""]
+        if version:
+            out += [f"Version: {version}.", ""]
+        out += [_plain(inspect.cleandoc(inspect.getmodule(server).__doc__ or "")), ""]
+    return out
+
+
+def _facts(cls: type) -> list[str]:
+    facts = {"data file format": cls.format, "count() counts": cls.count_unit,
+             "several load processes": "yes" if cls.multiprocess else "no (one process)",
+             "keeps the data": "yes" if cls.keeps_data else "no (a sink)",
+             "float digits kept": cls.float_digits or "the exact double",
+             "query languages": ", ".join(cls.dialects) or "none"}
+    return ["| fact | value |", "|---|---|", *(f"| {k} | {_cell(v)} |" for k, v in facts.items())]
+
+
+def _queries_part(name: str, matrix) -> list[str]:
+    cols = [c for c in matrix.columns if c == name or c.startswith(name + "/")]
+    if not cols:
+        return ["This target runs no queries (load only)."]
+    out = []
+    for col in cols:
+        runs = [t.name for t in matrix.types if matrix.runs(col, t.name)]
+        out += [f"### {col}", "", f"Runs {len(runs)} of the {len(matrix.types)} query types: "
+                + ", ".join(f"`{t}`" for t in runs) + ".", ""]
+        reasons = matrix.reasons(col)
+        if reasons:
+            out += ["| type it does not run | why |", "|---|---|"]
+            out += [f"| `{t}` | {_cell(why)} |" for t, why in reasons.items()]
+            out.append("")
+    return out
+
+
+def database_page(name: str, matrix) -> str:
+    from tsbench.databases import target_class
+
+    cls = target_class(name)
+    out = [f"# {name}", "", _plain(_package_doc(cls)), "", "## How tsbench runs it", "", *_servers_part(cls),
+           "## What it is", "", *_facts(cls), "",
+           f"## Options ({cls.options_model.__name__})", "",
+           "Given as `--option KEY=VALUE` on the command line or under `options:` in an experiment file.", "",
+           *options_table(cls.options_model), "", "## Query types", "", *_queries_part(name, matrix)]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def database_index(matrix) -> str:
+    from tsbench.databases import names, target_class
+    from tsbench.databases.shared.support import markdown_table
+
+    out = ["# Databases", "", "Every target in the registry (`tsbench/databases/`), generated from it when the",
+           "site is built.", "", "| target | what it is |", "|---|---|"]
+    for name in names():
+        first = _package_doc(target_class(name)).split("\n\n")[0]
+        out.append(f"| [{name}]({name}.md) | {_cell(first)} |")
+    out += ["", "## Query types by target", "",
+            "The table `python -m tsbench queries list --markdown` prints: a row per query type, a column",
+            "per target and query language.", "", markdown_table(matrix)]
+    return "\n".join(out)
+
+
+# ---- figures --------------------------------------------------------------------------
+
+def figure_records() -> list[dict]:
+    """The recorded figures, newest first."""
+    records = [json.loads(p.read_text()) | {"file": p.name} for p in sorted(FIGURES.glob("*.json"))]
+    return sorted(records, key=lambda r: r["date"], reverse=True)
+
+
+def _number(v: float) -> str:
+    """A figure as people read it: thousands grouped, three significant digits below 100."""
+    if isinstance(v, int) or abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
+def _host_line(host: dict) -> str:
+    gib = host.get("memory_bytes", 0) / 2**30
+    return (f"{host.get('cpu_model') or 'unknown CPU'}, {host.get('cores')} cores, {gib:.1f} GiB, "
+            f"Linux {host.get('kernel')}, Python {host.get('python')}")
+
+
+def figures_page() -> str:
+    out = ["# Measured figures", "",
+           "Each section is one file in `docs/figures/`, written by a self-benchmark run with",
+           "`--record docs/figures` (see [Development](development.md)): the command, the commit and",
+           "the machine are those of that run. The dated history of earlier measurements is in",
+           "`CHANGES.md` at the root of the repository.", ""]
+    for r in figure_records():
+        out += [f"## {r['benchmark']}: {r['date']}", "", "```sh", r["command"], "```", "",
+                f"Commit `{r['commit']}`{' (with uncommitted changes)' if r.get('dirty') else ''}; "
+                f"{_host_line(r['host'])}. File `{r['file']}`.", ""]
+        if r.get("notes"):
+            out += [f"Notes: {r['notes']}", ""]
+        out += ["| figure | value | unit |", "|---|---|---|"]
+        out += [f"| {_cell(f['name'])} | {_number(f['value'])} | {_cell(f['unit'])} |" for f in r["figures"]]
+        out.append("")
+    if not figure_records():
+        out.append("No figures recorded yet.")
+    return "\n".join(out).rstrip() + "\n"
+
+
+# ---- all ------------------------------------------------------------------------------
+
+def pages() -> dict[str, str]:
+    from tsbench.databases import names
+    from tsbench.databases.shared.support import support_matrix
+
+    matrix = support_matrix()
+    out = {"commands/index.md": commands_index()}
+    out |= {command_path(w): command_page(w, c, ctx) for w, c, ctx in commands()}
+    out["databases/index.md"] = database_index(matrix)
+    out |= {f"databases/{n}.md": database_page(n, matrix) for n in names()}
+    out["figures.md"] = figures_page()
+    return out
+
+
+def write_pages() -> None:
+    import mkdocs_gen_files
+
+    for path, text in pages().items():
+        with mkdocs_gen_files.open(path, "w") as f:
+            f.write(text)
+
+
+if __name__ == "<run_path>":          # mkdocs-gen-files runs this file with runpy.run_path
+    write_pages()
+elif __name__ == "__main__":          # python docs/gen_pages.py PAGE: print one generated page
+    print(pages()[sys.argv[1]], end="")
