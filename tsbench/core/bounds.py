@@ -1,7 +1,7 @@
 """The largest value each numeric option may take (all phases): what can run on one
 machine, so that a number too large is one line naming the option (exit 2) before
 anything is built, never a MemoryError, an overflow in the C core or hours of work that
-cannot end. The command line's click ranges (cli.py) and an experiment file's pydantic
+cannot end. The command line's click ranges (commands/common.py) and an experiment file's pydantic
 fields (experiment.py) take them from here; resolve() (dataset.py) checks the dataset's
 own (entities, times) for both."""
 

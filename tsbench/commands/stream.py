@@ -1,0 +1,233 @@
+"""`tsbench stream` (phase 2's other way in): generated points written for a duration at a
+rate, with per-second figures, queries and freshness probes while writing."""
+
+from __future__ import annotations
+
+import click
+
+from tsbench.commands.common import (AT_LEAST_0, AT_LEAST_1, BATCH_ROWS, ENTITIES, POSITIVE, RATE, SECONDS_0,
+                                     SEED, WORKERS, key_values, port_numbers, writable, write_json)
+from tsbench.core import secrets
+from tsbench.core.errors import UserError
+
+@click.command("stream")
+@click.option("--target", "-t", "target_name", required=True,
+              help="Database (list them with: python -m tsbench targets).")
+@click.option("--server", "-s", default="local", show_default=True,
+              help="local (tsbench starts and stops it) or the URL of a running server.")
+@click.option("--option", "-O", "options", multiple=True, metavar="KEY=VALUE", help="Target option, repeatable.")
+@click.option("--server-option", "server_options", multiple=True, metavar="KEY=VALUE",
+              help="Option of a local server, repeatable.")
+@click.option("--port", "ports", multiple=True, metavar="NAME=PORT", help="Fixed port for a local server.")
+@click.option("--use-case", "-u", default="devops", show_default=True,
+              help="devops, cpu-only, cpu-single, iot, synthetic or custom.")
+@click.option("--scale", type=ENTITIES, default=None, help="Entities: hosts (devops), trucks (iot) ... [default: 1]")
+@click.option("--param", "-P", "params", multiple=True, metavar="KEY=VALUE",
+              help="Use-case parameter, repeatable (synthetic tags=10,10,10 fields=1: inch's -t and -f).")
+@click.option("--schema", "schema_file", default=None, help="YAML schema file of the custom use case.")
+@click.option("--seed", type=SEED, default=1, show_default=True, help="Same seed, same bytes.")
+@click.option("--start", default="2016-01-01T00:00:00Z", show_default=True,
+              help="First timestamp (RFC 3339), or now (the current time, to the interval).")
+@click.option("--interval", default=None, help="Time between a series' points, e.g. 10s, 1s. [default: 10s]")
+@click.option("--time", "time_span", default=None,
+              help="Spread each series' --points-per-series points over this span (inch's -time), e.g. 1h: "
+                   "the interval is the span over the points.")
+@click.option("--writers", "-w", type=WORKERS, default=4, show_default=True,
+              help="Concurrent writers, each owning a share of the entities.")
+@click.option("--batch-size", "-b", type=BATCH_ROWS, default=10_000, show_default=True, help="Points (rows) per batch.")
+@click.option("--rate", type=RATE, default=None,
+              help="Points (rows) per second of all writers together, open loop: batches go on a schedule and "
+                   "latency counts from it. [default: as fast as answered]")
+@click.option("--delay", type=SECONDS_0, default=0.0, show_default=True,
+              help="Seconds a writer waits after each answer (closed loop).")
+@click.option("--target-latency", type=POSITIVE, default=None,
+              help="Seconds: the closed loop's delay adapts (AIMD) to keep write latency about here.")
+@click.option("--duration", type=POSITIVE, default=None, help="Seconds to stream.")
+@click.option("--points-per-series", type=AT_LEAST_1, default=None, help="Points per series, then stop.")
+@click.option("--max-errors", type=AT_LEAST_0, default=0, show_default=True,
+              help="Refused batches tolerated (dropped and counted); one more stops the run.")
+@click.option("--if-exists", type=click.Choice(["abort", "reuse", "drop"]), default="abort", show_default=True,
+              help="When the database already holds data.")
+@click.option("--give-up-after", type=POSITIVE, default=300.0, show_default=True,
+              help="Seconds of push-back on one batch before it counts as refused.")
+@click.option("--stall-timeout", type=POSITIVE, default=120.0, show_default=True,
+              help="Seconds with no batch answered before the run fails.")
+@click.option("--json", "json_out", default=None, callback=writable, help="Write the summary here.")
+@click.option("--seconds", "seconds_out", default=None, callback=writable,
+              help="Write the per-second table (one row per second and writer, latency histograms "
+                   "included) here as parquet.")
+@click.option("--queries", "queries_file", default=None,
+              help="A queries file (tsbench queries generate) to run while writing, each query moved onto the "
+                   "freshest data.")
+@click.option("--query-rate", type=RATE, default=None, help="Queries per second, open loop. [default: 1]")
+@click.option("--ratio", "ratio", default=None, metavar="write:W,query:Q",
+              help="Instead of --query-rate: Q queries fall due with every W write batches answered "
+                   "(iot-benchmark's operation mix), e.g. write:9,query:1.")
+@click.option("--query-workers", type=WORKERS, default=2, show_default=True, help="Queries in flight at most.")
+@click.option("--query-window", type=POSITIVE, default=300.0, show_default=True,
+              help="Seconds: a moved query covers at most this freshest window.")
+@click.option("--freshness", is_flag=True,
+              help="Probe how long after a write's answer a count sees it (p50/p99; data without faults).")
+@click.option("--freshness-every", type=POSITIVE, default=1.0, show_default=True,
+              help="Seconds between freshness probes at least.")
+@click.option("--report-url", default=None,
+              help="Push the per-second figures here as line protocol while the run goes, e.g. "
+                   "http://127.0.0.1:8086/write?db=stats (InfluxDB 1.x).")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="Serve the per-second figures for Prometheus at http://127.0.0.1:PORT/metrics (0: a free port).")
+@click.option("--cluster", default=None, metavar="ADDRESS",
+              help="Stream from a Dask cluster, one client slot per worker, each with --writers writers over "
+                   "its group of the entities and its share of --rate: local:N (N <= 256) or tcp://HOST:PORT.")
+@click.option("--keep-server", is_flag=True, help="Leave the local server running.")
+@click.option("--no-verify", is_flag=True, help="Skip the count check at the end.")
+@click.option("--quiet", "-q", is_flag=True, help="No per-second lines and no summary.")
+def stream(target_name, server, options, server_options, ports, use_case, scale, params, schema_file, seed, start,
+           interval, time_span, writers, batch_size, rate, delay, target_latency, duration, points_per_series, max_errors, if_exists,
+           give_up_after, stall_timeout, json_out, seconds_out, queries_file, query_rate, ratio, query_workers,
+           query_window, freshness, freshness_every, report_url, metrics_port, cluster, keep_server, no_verify,
+           quiet) -> None:
+    """Write generated points for a duration or a number of points per series, at a rate
+    or as fast as answered (inch's way), with per-second figures; verify the count.
+
+    \b
+    Examples:
+      python -m tsbench stream -t influx -u synthetic -P tags=10,10,10 -w 8 --duration 60
+      python -m tsbench stream -t victoriametrics --scale 100 --rate 50000 --duration 600 --start now
+      python -m tsbench stream -t questdb --scale 100 --rate 100000 --duration 300 --queries q.jsonl \
+          --query-rate 2 --freshness --metrics-port 9464
+    """
+    from tsbench import databases
+    from tsbench.core import aiorun
+    from tsbench.data.dataset import resolve
+    from tsbench.experiments import session
+    from tsbench.stream.run import StreamError, StreamOptions
+
+    cls = databases.target_class(target_name)
+    opts = StreamOptions(writers=writers, batch_size=batch_size, rate=rate, delay=delay,
+                         target_latency=target_latency, duration=duration,
+                         points_per_series=points_per_series, max_errors=max_errors, if_exists=if_exists,
+                         verify=not no_verify, give_up_after=give_up_after, stall_seconds=stall_timeout,
+                         progress=not quiet, report_url=report_url, metrics_port=metrics_port,
+                         query_rate=query_rate or 1.0, query_ratio=_ratio(ratio, query_rate),
+                         query_workers=query_workers, query_window=query_window, freshness=freshness,
+                         freshness_every=freshness_every, cluster=cluster)
+    if queries_file:
+        from tsbench.queries import read_queries
+
+        opts.queries = read_queries(queries_file)[1]
+    opts.check()
+    topts = key_values(options, "--option")
+    cls.parse_options(secrets.resolve_env(topts, f"target {cls.name}"))
+    interval = _spread(time_span, interval, points_per_series) if time_span else interval
+    ds = resolve(_stream_spec(use_case, scale, params, schema_file, seed, start, interval))
+    _check_probe(cls, ds, freshness)
+    reach = session.Reach(target_name, server, topts, key_values(server_options, "--server-option"), port_numbers(ports),
+                          keep_server, stall_seconds=stall_timeout)
+
+    async def go():
+        async with session.open_target(reach, announce=not quiet) as c:
+            try:
+                res = await session.stream(c, ds, opts)
+            except StreamError as exc:
+                if json_out and getattr(exc, "result", None):
+                    write_json(json_out, exc.result.summary())
+                raise
+            return res.summary() | {"server_version": await session.server_version(c)}, res
+
+    summary, res = aiorun.run(go())
+    if json_out:
+        write_json(json_out, summary)
+    if seconds_out:
+        _write_seconds(seconds_out, res)
+    if not quiet:
+        _print_stream(summary, opts)
+
+
+def _ratio(ratio: str | None, query_rate: float | None) -> tuple[int, int] | None:
+    from tsbench.stream.mixed import parse_ratio
+
+    if ratio is not None and query_rate is not None:
+        raise UserError("stream: --ratio (queries due by the writes) and --query-rate (by the clock): give one")
+    return parse_ratio(ratio) if ratio is not None else None
+
+
+def _check_probe(cls, ds, freshness: bool) -> None:
+    """--freshness on a target and dataset it can probe, said before a server starts."""
+    if freshness:
+        from tsbench.stream.fresh import check_probe
+
+        check_probe(cls, ds)
+
+
+def _spread(time_span: str, interval: str | None, points_per_series: int | None) -> str:
+    from tsbench.stream.run import spread_interval
+
+    if interval or not points_per_series:
+        raise UserError("--time: give it with --points-per-series and without --interval (the interval is "
+                        "the span over the points)")
+    return spread_interval(time_span, points_per_series, "--time")
+
+
+def _stream_spec(use_case, scale, params, schema_file, seed, start, interval):
+    """The dataset a stream draws from: its time range starts at --start (now: the current
+    time); its end only bounds resolve(): the writers stop on their own terms."""
+    from tsbench.data.dataset import DatasetSpec
+    from tsbench.stream.run import start_now
+
+    if start == "now":
+        start = start_now(interval)
+    return DatasetSpec(use_case=use_case, scale=scale, start=start, interval=interval, seed=seed,
+                       params=key_values(params), schema_file=schema_file)
+
+
+def _write_seconds(path: str, res) -> None:
+    """The per-second table (StreamResult.seconds_rows) as parquet."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tsbench.core.outfile import OutputFile
+
+    rows = res.seconds_rows()
+    names = list(dict.fromkeys(k for r in rows for k in r))          # every column, each row's missing ones null
+    rows = [{k: r.get(k) for k in names} for r in rows]
+    with OutputFile(path, "--seconds") as f:      # a file object: pyarrow removes a path it failed to write
+        pq.write_table(pa.Table.from_pylist(rows), f)
+
+
+def _print_stream(s: dict, opts) -> None:
+    lat = s["latency_ms"]
+    mode = f"open loop at {opts.rate:,.0f} rows/s" if opts.rate else (
+        f"closed loop, delay adapted to a {opts.target_latency:g} s latency" if opts.target_latency else
+        f"closed loop, {opts.delay:g} s delay" if opts.delay else "closed loop")
+    lines = [f"streamed {s['rows']:,} rows, {s['values']:,} values into {s['target']} "
+             f"({s['server_version'] or 'in-process'}) in {s['seconds']:.2f} s: {s['rows_per_s'] or 0:,.0f} rows/s; "
+             f"{s['writers']} writers x {opts.batch_size:,} rows, {mode}"]
+    if lat:
+        lines.append("  write latency ms" + (" (from the schedule)" if opts.rate else "") + ": " +
+                     ", ".join(f"{k} {v:,.2f}" for k, v in lat.items()))
+    lines.append(f"  errors {s['errors']}, backoffs {s['backoffs']}; client CPU {s['client_cpu_seconds']:.2f} s"
+                 + (f", server CPU {s['server_cpu_seconds']:.2f} s" if s["server_cpu_seconds"] is not None else ""))
+    v = s["verify"]
+    if v["ok"] is not None:
+        lines.append(f"  verified: {v['counted']:,} {v['unit']} (expected {v['expected']:,})")
+    elif v["note"]:
+        lines.append(f"  verify: {v['note']}")
+    q = s["queries"]
+    if q:
+        lat = ", ".join(f"{k} {v:,.2f}" for k, v in q["latency_ms"].items())
+        lines.append(f"  queries while writing ({q['pace']}): {q['count']:,} of {len(q['types'])} types, "
+                     f"{q['errors']} refused; "
+                     f"latency ms (from the due time): {lat or '-'}"
+                     + (f"; not run: {', '.join(q['unsupported'])}" if q["unsupported"] else ""))
+    f = s["freshness"]
+    if f:
+        lat = ", ".join(f"{k} {v:,.2f}" for k, v in f["latency_ms"].items())
+        lines.append(f"  freshness (write answered -> seen by a count) ms: {lat or '-'}; {f['seen']} probes seen, "
+                     f"{f['unseen']} unseen within {f['bound_s']:g} s" + (f"; {f['note']}" if f["note"] else ""))
+    if s["report_note"]:
+        lines.append(f"  {s['report_note']}")
+    for c in s["client_slots"]:
+        lines.append(f"  client slot {c['slot']} on {c['worker']} ({c['host']}): {c['writers']} writers, "
+                     f"{c['rows']:,} rows in {c['seconds']:.2f} s, CPU {c['cpu_seconds']:.2f} s, "
+                     f"started {c['start_s']:.3f} s after the driver")
+    click.echo("\n".join(lines), err=True)
