@@ -7,10 +7,13 @@ import pathlib
 
 import click
 
-from tsbench.commands.common import (BATCH_ROWS, POSITIVE, PROCESSES, WORKERS, key_values, port_numbers,
-                                     writable, write_json)
+from tsbench.commands.common import key_values, port_numbers, writable, write_json
+from tsbench.commands.fromodel import options_of
 from tsbench.core import secrets
 from tsbench.core.errors import UserError
+from tsbench.core.options import build
+from tsbench.load.options import LoadCommand
+
 
 @click.command("load")
 @click.argument("datafile", required=False)
@@ -19,16 +22,7 @@ from tsbench.core.errors import UserError
 @click.option("--server", "-s", default="local", show_default=True,
               help="local (tsbench installs, starts and stops it; local:KIND for another server kind the "
                    "target runs on, e.g. local:elasticsearch) or the URL of a running server.")
-@click.option("--workers", "-w", type=WORKERS, default=4, show_default=True, help="Batches in flight at once.")
-@click.option("--batch-size", "-b", type=BATCH_ROWS, default=10_000, show_default=True, help="Rows per batch.")
-@click.option("--processes", "-j", type=PROCESSES, default=1, show_default=True,
-              help="Load processes, each with --workers workers over a share of the file.")
-@click.option("--if-exists", type=click.Choice(["abort", "reuse", "drop"]), default="abort", show_default=True,
-              help="When the database already holds data.")
-@click.option("--cluster", default=None, metavar="ADDRESS",
-              help="Spread the load over a Dask cluster, one client slot per worker, each over its share "
-                   "of DATAFILE (a path every worker sees): local:N (N worker processes here, N <= 256) or "
-                   "tcp://HOST:PORT (a running Dask scheduler).")
+@options_of(LoadCommand)
 @click.option("--option", "-O", "options", multiple=True, metavar="KEY=VALUE",
               help="Target option, repeatable: influx api=v2; postgres tags=inline index=brin ...")
 @click.option("--server-option", "server_options", multiple=True, metavar="KEY=VALUE",
@@ -38,20 +32,13 @@ from tsbench.core.errors import UserError
 @click.option("--generate", "gen", default=None, metavar="KEY=VALUE,...",
               help="Generate the data first in the target's format, e.g. "
                    "use_case=devops,scale=10,end=2016-01-01T02:00:00Z,seed=1 (into DATAFILE or a temp file).")
-@click.option("--give-up-after", type=POSITIVE, default=300.0, show_default=True,
-              help="Seconds of server push-back on one batch before the load fails.")
-@click.option("--stall-timeout", type=POSITIVE, default=120.0, show_default=True,
-              help="Seconds with no batch answered (a stopped or wedged server) before the load fails.")
 @click.option("--json", "json_out", default=None, callback=writable,
               help="Write the summary (with the per-second timeline) here.")
 @click.option("--keep-server", is_flag=True, help="Leave the local server running (stop: tsbench servers stop).")
-@click.option("--no-verify", is_flag=True, help="Skip the count check.")
-@click.option("--no-compact", is_flag=True, help="Skip compaction before measuring disk bytes.")
 @click.option("--check-data", is_flag=True, help="Check the data file's sha256 against its manifest first.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
-def load(datafile, target_name, server, workers, batch_size, processes, if_exists, cluster, options,
-         server_options, ports, gen, give_up_after, stall_timeout, json_out, keep_server, no_verify, no_compact,
-         check_data, quiet) -> None:
+def load(datafile, target_name, server, options, server_options, ports, gen, json_out, keep_server, check_data,
+         quiet, **settings) -> None:
     """Phase 2: load a generated data file into a database, verify the count,
     compact and measure disk bytes.
 
@@ -67,18 +54,16 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
     from tsbench.load.run import LoadOptions
 
     cls = databases.target_class(target_name)
-    opts = LoadOptions(workers=workers, batch_size=batch_size, processes=processes, if_exists=if_exists,
-                       verify=not no_verify, compact=not no_compact, progress=not quiet,
-                       give_up_after=give_up_after, stall_seconds=stall_timeout, cluster=cluster)
+    opts = build(LoadOptions, settings, progress=not quiet)
     opts.check()
-    if cluster:
+    if opts.cluster:
         from tsbench.cluster.address import parse
 
-        parse(cluster)
+        parse(opts.cluster)
     topts = key_values(options, "--option")
     cls.parse_options(secrets.resolve_env(topts, f"target {cls.name}"))
     scratch = None
-    if gen is not None and cluster:
+    if gen is not None and opts.cluster:
         if datafile is not None:
             raise UserError("load: with --cluster, --generate makes each worker's share on that worker; "
                             "give no DATAFILE (or load a DATAFILE every worker sees, without --generate)")
@@ -86,7 +71,7 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
 
         data = GeneratedData(_spec_of(gen), cls.format)
         _load_data(data, target_name, server, opts, topts, server_options, ports, keep_server, json_out,
-                   quiet, workers, batch_size, processes)
+                   quiet)
         return
     if gen is None and datafile is None:
         raise UserError("load: give a DATAFILE or --generate KEY=VALUE,...")
@@ -99,7 +84,7 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
                 datafile = str(pathlib.Path(scratch) / f"data.{cls.format}")
             _generate_for(gen, cls.format, datafile, quiet)
         _load_file(datafile, target_name, server, opts, topts, server_options, ports, keep_server, json_out,
-                   quiet, workers, batch_size, processes, check_data)
+                   quiet, check_data)
     finally:
         if scratch:
             import shutil
@@ -108,16 +93,14 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
 
 
 def _load_file(datafile, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet,
-               workers, batch_size, processes, check_data=False) -> None:
+               check_data=False) -> None:
     from tsbench.data.datafile import open_datafile
 
     df = open_datafile(datafile, check_data=check_data)
-    _load_data(df, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet,
-               workers, batch_size, processes)
+    _load_data(df, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet)
 
 
-def _load_data(df, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet,
-               workers, batch_size, processes) -> None:
+def _load_data(df, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet) -> None:
     """Load a data file, or (GeneratedData) the shares the cluster's workers generate."""
     from tsbench.core import aiorun
     from tsbench.experiments import session
@@ -140,7 +123,7 @@ def _load_data(df, target_name, server, opts, topts, server_options, ports, keep
             summary.update(data_file=df.path and str(df.path), shares=getattr(df, "shares", None),
                            format=df.format, server=server,
                            server_version=await session.server_version(c),
-                           workers=workers, batch_size=batch_size, processes=processes)
+                           workers=opts.workers, batch_size=opts.batch_size, processes=opts.processes)
             if json_out:
                 write_json(json_out, summary)
             if not quiet:      # before the server stops

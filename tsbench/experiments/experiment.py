@@ -41,9 +41,11 @@ from pydantic import (
     model_validator,
 )
 
+from tsbench.cluster.address import ClusterAddress
 from tsbench.core import bounds, secrets, yamlfile
 from tsbench.core.errors import UserError
 from tsbench.data.dataset import DatasetSpec
+from tsbench.load.options import LoadSettings
 
 PHASES = ("generate", "load", "queries", "execute", "validate")     # the default
 Phase = Literal["generate", "load", "verify", "queries", "execute", "validate", "stream"]   # verify: per-table recount
@@ -89,26 +91,7 @@ class TargetDecl(_Strict):
     server_options: dict[str, Any] = {}
 
 
-def _cluster_address(v: str | None) -> str | None:
-    from tsbench.cluster.address import parse
-
-    if v is not None:
-        try:
-            parse(v)
-        except UserError as exc:
-            raise ValueError(str(exc).removeprefix("--cluster: ")) from None
-    return v
-
-
-ClusterAddress = Annotated[str | None, AfterValidator(_cluster_address)]
-
-
-class LoadDecl(_Strict):
-    workers: int = Field(4, ge=1, le=bounds.MAX_WORKERS)
-    batch_size: int = Field(10_000, ge=1, le=bounds.MAX_BATCH_ROWS)
-    processes: int = Field(1, ge=1, le=bounds.MAX_PROCESSES)
-    stall_timeout: float = Field(120.0, gt=0, le=bounds.MAX_SECONDS)     # seconds with no batch answered before the cell fails
-    cluster: ClusterAddress = None                # local:N or tcp://HOST:PORT: client slots on Dask workers
+LoadDecl = LoadSettings          # the load phase's options (load/options.py)
 
 
 class QueriesDecl(_Strict):

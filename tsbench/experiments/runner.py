@@ -28,6 +28,7 @@ import traceback
 from tsbench.core import aiorun, secrets, signals
 from tsbench.core.errors import Fatal, Retryable, Unsupported, UserError
 from tsbench.core.hostfacts import host_facts
+from tsbench.core.options import build
 from tsbench.core.outfile import OutputFile, write_text
 from tsbench.execute.run import ExecOptions, ExecResult
 from tsbench.experiments import session
@@ -262,9 +263,7 @@ class Runner:
         mon.phase = "load"
         lo = c.load
         self.say(f"load: {df.rows:,} rows, {lo.workers} workers x {lo.batch_size:,}")
-        opts = LoadOptions(workers=lo.workers, batch_size=lo.batch_size, processes=lo.processes,
-                           if_exists="drop", stall_seconds=lo.stall_timeout, progress=not self.quiet,
-                           cluster=lo.cluster)
+        opts = build(LoadOptions, dict(lo), if_exists="drop", progress=not self.quiet)
         try:
             res = await session.load(conn, df, opts)
         except LoadError as exc:
