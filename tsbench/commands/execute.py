@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import click
 
-from tsbench.commands.common import (AT_LEAST_0, POSITIVE, QUERIES, QUERIES_0, RATE, WORKERS, key_values,
-                                     say_unless, writable, write_json)
+from tsbench.commands.common import key_values, say_unless, writable, write_json
+from tsbench.commands.fromodel import options_of
 from tsbench.core.errors import UserError
+from tsbench.core.options import build
+from tsbench.execute.options import ExecuteCommand
+
 
 def exec_options(f):
     for opt in reversed([
@@ -28,38 +31,14 @@ def exec_options(f):
 
 @click.command("execute")
 @exec_options
-@click.option("--workers", "-w", type=WORKERS, default=1, show_default=True, help="Queries in flight at once.")
-@click.option("--count", "-n", type=QUERIES, default=None, help="Measured queries (default: the file once).")
-@click.option("--duration", type=POSITIVE, default=None, help="Or: seconds of measured queries.")
-@click.option("--burn-in", type=QUERIES_0, default=0, show_default=True, help="Queries run first and not counted.")
-@click.option("--rate", type=RATE, default=None, help="Fixed rate in queries/s; latency from the scheduled time.")
-@click.option("--cache", type=click.Choice(["warm", "cold", "cold-query"]), default="warm", show_default=True,
-              help="warm: a first pass is discarded; cold: restart the server and drop the page cache before "
-                   "each pass over the queries; cold-query: before every query.")
-@click.option("--no-validate", is_flag=True, help="Do not check answers against the reference engine.")
-@click.option("--print-responses", is_flag=True,
-              help="After the timed pass, print each executed query once: its text in the target's dialect, the "
-                   "server's answer and the canonical rows (cut at --max-rows, saying how many more).")
-@click.option("--max-rows", type=AT_LEAST_0, default=20, show_default=True,
-              help="Rows of each answer --print-responses shows.")
-@click.option("--query-timeout", type=POSITIVE, default=60.0, show_default=True,
-              help="Seconds a query may take; past it the query is recorded as an error.")
-@click.option("--stall-timeout", type=POSITIVE, default=120.0, show_default=True,
-              help="Seconds with no query answered (a stopped or wedged server) before the execute fails.")
-@click.option("--cluster", default=None, metavar="ADDRESS",
-              help="Run the measured queries from a Dask cluster, one client slot per worker with --workers "
-                   "each, all at once: local:N (N <= 256) or tcp://HOST:PORT.")
-def execute(queries_file, target_name, server, load_file, options, server_options, json_out, quiet, workers, count,
-            duration, burn_in, rate, cache, no_validate, print_responses, max_rows, query_timeout,
-            stall_timeout, cluster) -> None:
+@options_of(ExecuteCommand)
+def execute(queries_file, target_name, server, load_file, options, server_options, json_out, quiet,
+            **settings) -> None:
     """Phase 4: run a queries file against a database: latency percentiles per
     query type, time to first byte, response bytes, errors; answers validated."""
     from tsbench.execute.run import ExecOptions
 
-    opts = ExecOptions(workers=workers, count=count, duration=duration, burn_in=burn_in, rate=rate, cache=cache,
-                       validate=not no_validate, print_responses=print_responses, max_rows=max_rows,
-                       query_timeout=query_timeout, stall_seconds=stall_timeout, progress=not quiet,
-                       cluster=cluster)
+    opts = build(ExecOptions, settings, progress=not quiet)
     opts.check()
     res = run_queries(queries_file, target_name, server, load_file, options, server_options, opts, quiet)
     finish_queries(res, json_out, quiet, table=True)

@@ -45,6 +45,7 @@ from tsbench.cluster.address import ClusterAddress
 from tsbench.core import bounds, secrets, yamlfile
 from tsbench.core.errors import UserError
 from tsbench.data.dataset import DatasetSpec
+from tsbench.execute.options import ExecuteSettings
 from tsbench.load.options import LoadSettings
 
 PHASES = ("generate", "load", "queries", "execute", "validate")     # the default
@@ -101,20 +102,7 @@ class QueriesDecl(_Strict):
     seed: int = Field(1, ge=0, lt=2 ** 64)
 
 
-class ExecuteDecl(_Strict):
-    workers: int = Field(1, ge=1, le=bounds.MAX_WORKERS)
-    count: int | None = Field(None, ge=1, le=bounds.MAX_QUERIES)
-    burn_in: int = Field(0, ge=0, le=bounds.MAX_QUERIES)
-    cache: Literal["warm", "cold", "cold-query"] = "warm"
-    query_timeout: float = Field(60.0, gt=0, le=bounds.MAX_SECONDS)   # seconds a query may take (then: its error)
-    stall_timeout: float = Field(120.0, gt=0, le=bounds.MAX_SECONDS)     # seconds with no query answered before the cell fails
-    cluster: ClusterAddress = None                # client slots on Dask workers (warm cache only)
-
-    @model_validator(mode="after")
-    def _warm_on_a_cluster(self):
-        if self.cluster and self.cache != "warm":
-            raise ValueError(f"cache {self.cache} restarts the server between the driver's passes; not with cluster")
-        return self
+ExecuteDecl = ExecuteSettings    # the execute phase's options (execute/options.py)
 
 
 class StreamDecl(_Strict):

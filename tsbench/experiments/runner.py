@@ -335,9 +335,7 @@ class Runner:
         mon.phase = "execute"
         self.say(f"execute: {len(specs)} queries of {len(names)} types, {ex.workers} workers, {ex.cache} cache"
                  + (", validated" if ref is not None else ""))
-        opts = ExecOptions(workers=ex.workers, count=ex.count, burn_in=ex.burn_in, cache=ex.cache,
-                           validate=ref is not None, query_timeout=ex.query_timeout,
-                           stall_seconds=ex.stall_timeout, progress=not self.quiet, cluster=ex.cluster)
+        opts = build(ExecOptions, dict(ex), validate=ref is not None, progress=not self.quiet)
         er = await session.run_queries(conn, ds, specs, opts, ref)
         if er.clients:
             self.clients[f"{c.id}/execute"] = er.clients
