@@ -9,6 +9,7 @@ import click
 from tsbench.core import bounds, secrets
 from tsbench.core.errors import UserError
 
+
 def key_values(values: tuple[str, ...], option: str = "--param") -> dict[str, str]:
     out = {}
     for v in values:

@@ -6,6 +6,7 @@ import click
 
 from tsbench.commands.common import ENTITIES, GROUP, GROUPS, PROCESSES, SEED, key_values, writable
 
+
 @click.command("generate")
 @click.option("--use-case", "-u", default="devops", show_default=True,
               help="devops, cpu-only, cpu-single, iot, synthetic or custom.")

@@ -8,6 +8,7 @@ import click
 from tsbench.commands.common import PER_TYPE, SEED, key_values, writable
 from tsbench.core.errors import UserError
 
+
 def _dataset_from(datafile: str | None, dataset: str | None):
     """A Dataset from a data file's manifest or from --dataset KEY=VALUE,..."""
     from tsbench.data.dataset import resolve, spec_from_pairs

@@ -6,6 +6,7 @@ import click
 
 from tsbench.commands.common import writable
 
+
 @click.command("report")
 @click.argument("run_dir")
 @click.option("--output", "-o", default=None, callback=writable, help="The HTML file (default: RUN_DIR/report.html).")

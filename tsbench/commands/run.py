@@ -6,6 +6,7 @@ import sys
 
 import click
 
+
 @click.command("run")
 @click.argument("experiment_file")
 @click.option("--dry-run", is_flag=True, help="Print the cells and stop.")

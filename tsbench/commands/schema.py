@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+
 @click.command("schema")
 def schema() -> None:
     """Print the JSON Schema of experiment files (for editors and checks)."""

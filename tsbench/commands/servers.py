@@ -8,6 +8,7 @@ import click
 from tsbench.commands.common import key_values, port_numbers, valid_names
 from tsbench.core.errors import UserError
 
+
 @click.group("servers")
 def servers_cmd() -> None:
     """Install, start, stop and list the database servers tsbench runs itself

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import click
 
-from tsbench.commands.common import (AT_LEAST_0, AT_LEAST_1, BATCH_ROWS, ENTITIES, POSITIVE, RATE, SECONDS_0,
-                                     SEED, WORKERS, key_values, port_numbers, writable, write_json)
+from tsbench.commands.common import ENTITIES, SEED, key_values, port_numbers, writable, write_json
+from tsbench.commands.fromodel import options_of
 from tsbench.core import secrets
 from tsbench.core.errors import UserError
+from tsbench.core.options import build
+from tsbench.stream.options import StreamCommand
+
 
 @click.command("stream")
 @click.option("--target", "-t", "target_name", required=True,
@@ -29,29 +32,7 @@ from tsbench.core.errors import UserError
 @click.option("--start", default="2016-01-01T00:00:00Z", show_default=True,
               help="First timestamp (RFC 3339), or now (the current time, to the interval).")
 @click.option("--interval", default=None, help="Time between a series' points, e.g. 10s, 1s. [default: 10s]")
-@click.option("--time", "time_span", default=None,
-              help="Spread each series' --points-per-series points over this span (inch's -time), e.g. 1h: "
-                   "the interval is the span over the points.")
-@click.option("--writers", "-w", type=WORKERS, default=4, show_default=True,
-              help="Concurrent writers, each owning a share of the entities.")
-@click.option("--batch-size", "-b", type=BATCH_ROWS, default=10_000, show_default=True, help="Points (rows) per batch.")
-@click.option("--rate", type=RATE, default=None,
-              help="Points (rows) per second of all writers together, open loop: batches go on a schedule and "
-                   "latency counts from it. [default: as fast as answered]")
-@click.option("--delay", type=SECONDS_0, default=0.0, show_default=True,
-              help="Seconds a writer waits after each answer (closed loop).")
-@click.option("--target-latency", type=POSITIVE, default=None,
-              help="Seconds: the closed loop's delay adapts (AIMD) to keep write latency about here.")
-@click.option("--duration", type=POSITIVE, default=None, help="Seconds to stream.")
-@click.option("--points-per-series", type=AT_LEAST_1, default=None, help="Points per series, then stop.")
-@click.option("--max-errors", type=AT_LEAST_0, default=0, show_default=True,
-              help="Refused batches tolerated (dropped and counted); one more stops the run.")
-@click.option("--if-exists", type=click.Choice(["abort", "reuse", "drop"]), default="abort", show_default=True,
-              help="When the database already holds data.")
-@click.option("--give-up-after", type=POSITIVE, default=300.0, show_default=True,
-              help="Seconds of push-back on one batch before it counts as refused.")
-@click.option("--stall-timeout", type=POSITIVE, default=120.0, show_default=True,
-              help="Seconds with no batch answered before the run fails.")
+@options_of(StreamCommand)
 @click.option("--json", "json_out", default=None, callback=writable, help="Write the summary here.")
 @click.option("--seconds", "seconds_out", default=None, callback=writable,
               help="Write the per-second table (one row per second and writer, latency histograms "
@@ -59,33 +40,10 @@ from tsbench.core.errors import UserError
 @click.option("--queries", "queries_file", default=None,
               help="A queries file (tsbench queries generate) to run while writing, each query moved onto the "
                    "freshest data.")
-@click.option("--query-rate", type=RATE, default=None, help="Queries per second, open loop. [default: 1]")
-@click.option("--ratio", "ratio", default=None, metavar="write:W,query:Q",
-              help="Instead of --query-rate: Q queries fall due with every W write batches answered "
-                   "(iot-benchmark's operation mix), e.g. write:9,query:1.")
-@click.option("--query-workers", type=WORKERS, default=2, show_default=True, help="Queries in flight at most.")
-@click.option("--query-window", type=POSITIVE, default=300.0, show_default=True,
-              help="Seconds: a moved query covers at most this freshest window.")
-@click.option("--freshness", is_flag=True,
-              help="Probe how long after a write's answer a count sees it (p50/p99; data without faults).")
-@click.option("--freshness-every", type=POSITIVE, default=1.0, show_default=True,
-              help="Seconds between freshness probes at least.")
-@click.option("--report-url", default=None,
-              help="Push the per-second figures here as line protocol while the run goes, e.g. "
-                   "http://127.0.0.1:8086/write?db=stats (InfluxDB 1.x).")
-@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
-              help="Serve the per-second figures for Prometheus at http://127.0.0.1:PORT/metrics (0: a free port).")
-@click.option("--cluster", default=None, metavar="ADDRESS",
-              help="Stream from a Dask cluster, one client slot per worker, each with --writers writers over "
-                   "its group of the entities and its share of --rate: local:N (N <= 256) or tcp://HOST:PORT.")
 @click.option("--keep-server", is_flag=True, help="Leave the local server running.")
-@click.option("--no-verify", is_flag=True, help="Skip the count check at the end.")
 @click.option("--quiet", "-q", is_flag=True, help="No per-second lines and no summary.")
 def stream(target_name, server, options, server_options, ports, use_case, scale, params, schema_file, seed, start,
-           interval, time_span, writers, batch_size, rate, delay, target_latency, duration, points_per_series, max_errors, if_exists,
-           give_up_after, stall_timeout, json_out, seconds_out, queries_file, query_rate, ratio, query_workers,
-           query_window, freshness, freshness_every, report_url, metrics_port, cluster, keep_server, no_verify,
-           quiet) -> None:
+           interval, json_out, seconds_out, queries_file, keep_server, quiet, **settings) -> None:
     """Write generated points for a duration or a number of points per series, at a rate
     or as fast as answered (inch's way), with per-second figures; verify the count.
 
@@ -103,14 +61,11 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
     from tsbench.stream.run import StreamError, StreamOptions
 
     cls = databases.target_class(target_name)
-    opts = StreamOptions(writers=writers, batch_size=batch_size, rate=rate, delay=delay,
-                         target_latency=target_latency, duration=duration,
-                         points_per_series=points_per_series, max_errors=max_errors, if_exists=if_exists,
-                         verify=not no_verify, give_up_after=give_up_after, stall_seconds=stall_timeout,
-                         progress=not quiet, report_url=report_url, metrics_port=metrics_port,
-                         query_rate=query_rate or 1.0, query_ratio=_ratio(ratio, query_rate),
-                         query_workers=query_workers, query_window=query_window, freshness=freshness,
-                         freshness_every=freshness_every, cluster=cluster)
+    ratio = _ratio(settings.pop("query_ratio"), settings["query_rate"])
+    if settings["query_rate"] is None:          # the file's default
+        del settings["query_rate"]
+    time_span = settings.pop("time")
+    opts = build(StreamOptions, settings, progress=not quiet, query_ratio=ratio)
     if queries_file:
         from tsbench.queries import read_queries
 
@@ -118,11 +73,11 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
     opts.check()
     topts = key_values(options, "--option")
     cls.parse_options(secrets.resolve_env(topts, f"target {cls.name}"))
-    interval = _spread(time_span, interval, points_per_series) if time_span else interval
+    interval = _spread(time_span, interval, opts.points_per_series) if time_span else interval
     ds = resolve(_stream_spec(use_case, scale, params, schema_file, seed, start, interval))
-    _check_probe(cls, ds, freshness)
+    _check_probe(cls, ds, opts.freshness)
     reach = session.Reach(target_name, server, topts, key_values(server_options, "--server-option"), port_numbers(ports),
-                          keep_server, stall_seconds=stall_timeout)
+                          keep_server, stall_seconds=opts.stall_seconds)
 
     async def go():
         async with session.open_target(reach, announce=not quiet) as c:
@@ -160,7 +115,7 @@ def _check_probe(cls, ds, freshness: bool) -> None:
 
 
 def _spread(time_span: str, interval: str | None, points_per_series: int | None) -> str:
-    from tsbench.stream.run import spread_interval
+    from tsbench.stream.options import spread_interval
 
     if interval or not points_per_series:
         raise UserError("--time: give it with --points-per-series and without --interval (the interval is "

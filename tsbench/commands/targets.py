@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+
 @click.command("targets")
 def targets_cmd() -> None:
     """Every registered database: the data format it loads, what it counts, its

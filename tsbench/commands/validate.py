@@ -7,6 +7,7 @@ import click
 
 from tsbench.commands.execute import exec_options, finish_queries, run_queries
 
+
 @click.command("validate")
 @exec_options
 def validate(queries_file, target_name, server, load_file, options, server_options, json_out, quiet) -> None:

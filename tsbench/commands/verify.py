@@ -7,6 +7,7 @@ import click
 from tsbench.commands.common import key_values, writable, write_json
 from tsbench.core.errors import UserError
 
+
 @click.command("verify")
 @click.argument("datafile")
 @click.option("--target", "-t", "target_name", required=True,

@@ -54,22 +54,22 @@ def default_of(model: type[BaseModel], name: str) -> Any:
     return model.model_fields[name].get_default(call_default_factory=True)
 
 
-def options_fields(model: type[BaseModel], rename: dict[str, str] | None = None):
+def options_fields(model: type[BaseModel], rename: dict[str, str] | None = None, skip: tuple[str, ...] = ()):
     """A class decorator (under @dataclass): adds the model's fields, with their defaults,
-    to a runtime options dataclass (rename: field -> the dataclass's name for it)."""
+    to a runtime options dataclass (rename: field -> the dataclass's name for it; skip:
+    fields it has not; a field the class declares itself is its own: another meaning)."""
     rename = rename or {}
 
     def add(cls):
         notes = dict(getattr(cls, "__annotations__", {}))
-        for n, f in model.model_fields.items():
+        for n in model.model_fields:
             attr = rename.get(n, n)
-            if attr in notes:
+            if attr in notes or n in skip:
                 continue
             notes[attr] = Any
-            default = cli_of(model, n).default
-            setattr(cls, attr, default_of(model, n) if default is UNSET else default)
+            setattr(cls, attr, default_of(model, n))
         cls.__annotations__ = notes
-        cls.option_names = {n: rename.get(n, n) for n in model.model_fields}
+        cls.option_names = {n: rename.get(n, n) for n in model.model_fields if n not in skip}
         return cls
     return add
 

@@ -38,7 +38,6 @@ from pydantic import (
     ValidationError,
     create_model,
     field_validator,
-    model_validator,
 )
 
 from tsbench.cluster.address import ClusterAddress
@@ -47,6 +46,7 @@ from tsbench.core.errors import UserError
 from tsbench.data.dataset import DatasetSpec
 from tsbench.execute.options import ExecuteSettings
 from tsbench.load.options import LoadSettings
+from tsbench.stream.options import StreamSettings
 
 PHASES = ("generate", "load", "queries", "execute", "validate")     # the default
 Phase = Literal["generate", "load", "verify", "queries", "execute", "validate", "stream"]   # verify: per-table recount
@@ -105,66 +105,7 @@ class QueriesDecl(_Strict):
 ExecuteDecl = ExecuteSettings    # the execute phase's options (execute/options.py)
 
 
-class StreamDecl(_Strict):
-    """The stream phase: tsbench stream's options (README, stream); the queries: section's
-    types run while writing when queries is true."""
-
-    writers: int = Field(8, ge=1, le=bounds.MAX_WORKERS)
-    batch_size: int = Field(10_000, ge=1, le=bounds.MAX_BATCH_ROWS)
-    start: Literal["dataset", "now"] = "dataset"  # the first timestamp: the dataset's start, or the current time
-    rate: float | None = Field(None, gt=0, le=bounds.MAX_RATE)      # rows/s of all writers, open loop
-    delay: float = Field(0.0, ge=0, le=bounds.MAX_SECONDS)
-    target_latency: float | None = Field(None, gt=0, le=bounds.MAX_SECONDS)
-    duration: float | None = Field(60.0, gt=0, le=bounds.MAX_SECONDS)
-    points_per_series: int | None = Field(None, ge=1, le=bounds.MAX_COUNT)
-    time: str | None = None                     # spread each series' points_per_series points over it (inch's -time)
-    max_errors: int = Field(0, ge=0, le=bounds.MAX_COUNT)
-    queries: bool = False
-    query_rate: float = Field(1.0, gt=0, le=bounds.MAX_RATE)
-    query_ratio: str | None = None              # "write:9,query:1": queries due by the writes, not query_rate
-    query_workers: int = Field(2, ge=1, le=bounds.MAX_WORKERS)
-    query_window: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS)
-    freshness: bool = False
-    freshness_every: float = Field(1.0, gt=0, le=bounds.MAX_SECONDS)
-    stall_timeout: float = Field(120.0, gt=0, le=bounds.MAX_SECONDS)
-    cluster: ClusterAddress = None                # client slots on Dask workers (not with queries or freshness)
-
-    @model_validator(mode="after")
-    def _consistent(self):
-        if self.duration is None and self.points_per_series is None:
-            raise ValueError("give duration (seconds) or points_per_series (or both: the first reached)")
-        if self.rate is not None and (self.delay or self.target_latency):
-            raise ValueError("rate (open loop) and delay or target_latency (closed loop) do not go together")
-        if self.time is not None:
-            self.interval()
-        if self.query_ratio is not None and not self.queries:
-            raise ValueError("query_ratio mixes in the queries section's types: set queries: true")
-        if self.cluster and (self.queries or self.freshness):
-            raise ValueError("queries and freshness run from one client; not with cluster")
-        try:
-            self.ratio()
-        except UserError as exc:
-            raise ValueError(str(exc).replace("--ratio", "query_ratio")) from None
-        return self
-
-    def interval(self) -> str | None:
-        """The dataset interval that time gives (None: the dataset's own)."""
-        from tsbench.stream.run import spread_interval
-
-        if self.time is None:
-            return None
-        if self.points_per_series is None:
-            raise ValueError("time spreads points_per_series points over a span: give points_per_series")
-        try:
-            return spread_interval(self.time, self.points_per_series, "time")
-        except UserError as exc:
-            raise ValueError(str(exc)) from None
-
-    def ratio(self) -> tuple[int, int] | None:
-        """query_ratio as (write batches, queries), or None."""
-        from tsbench.stream.mixed import parse_ratio
-
-        return parse_ratio(self.query_ratio) if self.query_ratio is not None else None
+StreamDecl = StreamSettings      # the stream phase's options (stream/options.py)
 
 
 SECTIONS = {"dataset": DatasetDecl, "target": TargetDecl, "load": LoadDecl, "queries": QueriesDecl,
