@@ -3,15 +3,22 @@ reported in one line naming the option or the file and field; no tracebacks."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import pathlib
 import sys
 
 import click
 
-from tsbench.commands import (execute, generate, load, queries, report, run, schema, servers, stream, targets,
-                              validate, verify)
 from tsbench.core.errors import UserError
+
+# every command: its module under tsbench/commands/ and the click command in it; a module is
+# imported when its command runs (generate starts without pydantic)
+COMMANDS = {"generate": ("generate", "generate"), "load": ("load", "load"), "stream": ("stream", "stream"),
+            "queries": ("queries", "queries_cmd"), "execute": ("execute", "execute"),
+            "validate": ("validate", "validate"), "run": ("run", "run"), "report": ("report", "report"),
+            "targets": ("targets", "targets_cmd"), "schema": ("schema", "schema"),
+            "servers": ("servers", "servers_cmd"), "verify": ("verify", "verify_cmd")}
 
 
 class _PipeBroken(Exception):
@@ -19,15 +26,24 @@ class _PipeBroken(Exception):
 
 
 class _Group(click.Group):
-    """A click group whose commands' broken pipes reach main(): click itself ends any
-    EPIPE with exit 1 and no word, whether the reader of stdout went away or a
-    database's socket did."""
+    """The command group: its commands come from COMMANDS, each module imported when
+    asked for; their broken pipes reach main() (click itself ends any EPIPE with exit 1
+    and no word, whether the reader of stdout went away or a database's socket did)."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except BrokenPipeError as exc:
             raise _PipeBroken() from exc
+
+    def list_commands(self, ctx) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name: str):
+        if name not in COMMANDS:
+            return None
+        module, command = COMMANDS[name]
+        return getattr(importlib.import_module(f"tsbench.commands.{module}"), command)
 
 
 def _stdout_reader_gone() -> bool:
@@ -53,12 +69,6 @@ def cli() -> None:
     experiment file. `stream` writes generated points for a duration at a
     rate (inch's way). `servers` installs and runs the databases tsbench
     runs itself."""
-
-
-for _command in (generate.generate, load.load, stream.stream, queries.queries_cmd, execute.execute,
-                 validate.validate, run.run, report.report, targets.targets_cmd, schema.schema,
-                 servers.servers_cmd, verify.verify_cmd):
-    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:
