@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import click
 
-from tsbench.commands.common import PER_TYPE, SEED, key_values, writable
+from tsbench.commands.common import key_values, writable
+from tsbench.commands.fromodel import options_of
 from tsbench.core.errors import UserError
+from tsbench.queries import FAMILIES
+from tsbench.queries.options import QueriesSettings
 
 
 def _dataset_from(datafile: str | None, dataset: str | None):
@@ -33,10 +36,8 @@ def queries_cmd() -> None:
 @click.option("--dataset", default=None, metavar="KEY=VALUE,...",
               help="The dataset, if no DATAFILE: use_case=devops,scale=100,end=...,seed=123")
 @click.option("--types", "-T", default=None, help="Comma-separated query types (see: queries list).")
-@click.option("--family", default=None, help="All types of a family that fit the dataset: devops, iot, flux, "
-                                              "relational.")
-@click.option("--count", "-n", type=PER_TYPE, default=10, show_default=True, help="Queries per type.")
-@click.option("--seed", type=SEED, default=1, show_default=True, help="Same seed, same queries.")
+@click.option("--family", default=None, help=f"All types of a family that fit the dataset: {', '.join(FAMILIES)}.")
+@options_of(QueriesSettings)
 @click.option("--allow-empty", is_flag=True,
               help="Keep every first draw, even when its answer is empty (no reference engine is built).")
 @click.option("--output", "-o", required=True, callback=writable, help="Queries file (JSON lines).")
@@ -61,7 +62,7 @@ def queries_generate(datafile, dataset, types, family, count, seed, allow_empty,
         names = session.select_types(ds, [], [family])
         if not names:
             raise UserError(f"--family: no {family!r} query type fits this dataset (families: "
-                            f"{', '.join(session.FAMILIES)})")
+                            f"{', '.join(FAMILIES)})")
     else:
         raise UserError("queries generate: give --types or --family")
     specs = session.draw(ds, names, count, seed, allow_empty=allow_empty,

@@ -46,6 +46,7 @@ from tsbench.core.errors import UserError
 from tsbench.data.dataset import DatasetSpec
 from tsbench.execute.options import ExecuteSettings
 from tsbench.load.options import LoadSettings
+from tsbench.queries.options import QueriesSettings
 from tsbench.stream.options import StreamSettings
 
 PHASES = ("generate", "load", "queries", "execute", "validate")     # the default
@@ -95,11 +96,7 @@ class TargetDecl(_Strict):
 LoadDecl = LoadSettings          # the load phase's options (load/options.py)
 
 
-class QueriesDecl(_Strict):
-    types: list[str] = []
-    families: list[Literal["devops", "iot", "flux", "relational"]] = []
-    count: int = Field(10, ge=1, le=bounds.MAX_QUERIES_PER_TYPE)
-    seed: int = Field(1, ge=0, lt=2 ** 64)
+QueriesDecl = QueriesSettings    # the queries phase's options (queries/options.py)
 
 
 ExecuteDecl = ExecuteSettings    # the execute phase's options (execute/options.py)
