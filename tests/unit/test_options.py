@@ -14,6 +14,7 @@ import pytest
 
 from tsbench.commands import cli
 from tsbench.core.options import UNSET, PhaseOptions, cli_of, default_of
+from tsbench.data.options import DatasetSettings, GenerateCommand
 from tsbench.execute.options import ExecuteCommand, ExecuteSettings
 from tsbench.load.options import LoadCommand, LoadSettings
 from tsbench.queries.options import QueriesSettings
@@ -23,26 +24,26 @@ PKG = pathlib.Path(__file__).resolve().parents[2] / "tsbench"
 TARGET = {"target_name", "server", "options", "server_options"}
 EXEC_OWN = {"queries_file", "load_file", "json_out", "quiet"} | TARGET
 
-# every command: its phase model (None: it has none) and its own parameters (click names)
+# every command: the models its options are made of (a model, or the model and the fields it
+# leaves out) and the command's own parameters (click names)
 COMMANDS = {
-    "generate": (None, {"use_case", "scale", "start", "end", "interval", "seed", "fmt", "output", "compress",
-                        "group", "groups", "processes", "params", "schema_file", "quiet"}),
-    "load": (LoadCommand, {"datafile", "ports", "gen", "json_out", "keep_server", "check_data", "quiet"} | TARGET),
-    "stream": (StreamCommand, {"ports", "use_case", "scale", "params", "schema_file", "seed", "start", "interval",
-                               "json_out", "seconds_out", "queries_file", "keep_server", "quiet"} | TARGET),
-    "queries generate": (QueriesSettings, {"datafile", "dataset", "types", "family", "allow_empty", "output"}),
-    "queries list": (None, {"markdown", "why"}),
-    "execute": (ExecuteCommand, EXEC_OWN),
-    "validate": (None, EXEC_OWN),
-    "run": (None, {"experiment_file", "dry_run", "results", "quiet", "no_report", "overrides"}),
-    "report": (None, {"run_dir", "output"}),
-    "targets": (None, set()),
-    "schema": (None, set()),
-    "servers install": (None, {"kinds", "all_", "server_options"}),
-    "servers start": (None, {"kind", "name", "ports", "server_options", "keep_data"}),
-    "servers stop": (None, {"names", "all_"}),
-    "servers list": (None, set()),
-    "verify": (None, {"datafile", "target_name", "server", "options", "check_data", "json_out"}),
+    "generate": ([GenerateCommand], {"quiet"}),
+    "load": ([LoadCommand], {"datafile", "ports", "gen", "json_out", "keep_server", "check_data", "quiet"} | TARGET),
+    "stream": ([StreamCommand, (DatasetSettings, {"end"})],
+               {"ports", "json_out", "seconds_out", "queries_file", "keep_server", "quiet"} | TARGET),
+    "queries generate": ([QueriesSettings], {"datafile", "dataset", "types", "family", "allow_empty", "output"}),
+    "queries list": ([], {"markdown", "why"}),
+    "execute": ([ExecuteCommand], EXEC_OWN),
+    "validate": ([], EXEC_OWN),
+    "run": ([], {"experiment_file", "dry_run", "results", "quiet", "no_report", "overrides"}),
+    "report": ([], {"run_dir", "output"}),
+    "targets": ([], set()),
+    "schema": ([], set()),
+    "servers install": ([], {"kinds", "all_", "server_options"}),
+    "servers start": ([], {"kind", "name", "ports", "server_options", "keep_data"}),
+    "servers stop": ([], {"names", "all_"}),
+    "servers list": ([], set()),
+    "verify": ([], {"datafile", "target_name", "server", "options", "check_data", "json_out"}),
 }
 
 
@@ -58,8 +59,15 @@ def _commands(group: click.Group = cli.cli, prefix: str = "") -> dict[str, click
     return out
 
 
-def _model_fields(model) -> set[str]:
-    return {n for n in model.model_fields if cli_of(model, n).command} if model else set()
+def _model_fields(models: list) -> dict[str, type]:
+    """The command-line fields of a command's models: name -> its model (a name in two: an error)."""
+    out: dict[str, type] = {}
+    for entry in models:
+        model, skip = entry if isinstance(entry, tuple) else (entry, set())
+        names = {n for n in model.model_fields if cli_of(model, n).command and n not in skip}
+        assert not names & set(out), f"fields in two models of a command: {names & set(out)}"
+        out.update(dict.fromkeys(names, model))
+    return out
 
 
 def test_every_command_is_listed():
@@ -68,31 +76,35 @@ def test_every_command_is_listed():
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_a_commands_options_are_its_models_fields_and_its_own(name):
-    model, own = COMMANDS[name]
-    params = {p.name for p in _commands()[name].params}
-    assert not own & _model_fields(model), "an option of the command's own is also a field of its model"
-    assert params == _model_fields(model) | own, (f"not declared: {sorted(params - _model_fields(model) - own)}; "
-                                                 f"missing: {sorted(_model_fields(model) | own - params)}")
+    models, own = COMMANDS[name]
+    params, fields = {p.name for p in _commands()[name].params}, set(_model_fields(models))
+    assert not own & fields, "an option of the command's own is also a field of its model"
+    assert params == fields | own, f"not declared: {sorted(params - fields - own)}; missing: {sorted(fields | own - params)}"
 
 
 @pytest.mark.parametrize("name", [n for n, (m, _) in COMMANDS.items() if m])
 def test_a_model_option_carries_the_fields_help_default_and_bounds(name):
-    model, _ = COMMANDS[name]
+    fields = _model_fields(COMMANDS[name][0])
     for p in _commands()[name].params:
-        if p.name not in _model_fields(model):
+        if p.name not in fields:
             continue
+        model = fields[p.name]
         field, meta = model.model_fields[p.name], cli_of(model, p.name)
         assert p.help == field.description, p.name
-        want = default_of(model, p.name) if meta.default is UNSET else meta.default
-        assert p.default == want, p.name
+        if meta.multiple:
+            assert p.multiple, p.name
+            continue
+        assert p.default == (default_of(model, p.name) if meta.default is UNSET else meta.default), p.name
         lo = next((m.ge for m in field.metadata if isinstance(m, annotated_types.Ge)), None)
+        above = next((m.gt for m in field.metadata if isinstance(m, annotated_types.Gt)), None)
         hi = next((m.le for m in field.metadata if isinstance(m, annotated_types.Le)), None)
+        if meta.bounds:
+            lo, hi = meta.bounds
         if isinstance(p.type, click.IntRange | click.FloatRange):
-            above = next((m.gt for m in field.metadata if isinstance(m, annotated_types.Gt)), None)
-            assert (p.type.min, p.type.max) == (lo if above is None else above, hi), p.name
-            assert p.type.min_open == (above is not None), p.name
+            assert (p.type.min, p.type.max, p.type.min_open) == (lo if above is None else above, hi,
+                                                                  above is not None), p.name
         else:
-            assert lo is None and hi is None, f"{p.name}: bounds the command line does not check"
+            assert lo is None and hi is None and above is None, f"{p.name}: bounds the command line does not check"
 
 
 def test_the_experiment_sections_are_the_phase_models():
@@ -103,7 +115,8 @@ def test_the_experiment_sections_are_the_phase_models():
     import json
 
     defs = json.loads(json_schema())["$defs"]
-    for model in (LoadSettings, ExecuteSettings, StreamSettings, QueriesSettings):
+    assert SECTIONS["dataset"] is DatasetSettings
+    for model in (LoadSettings, ExecuteSettings, StreamSettings, QueriesSettings, DatasetSettings):
         props = defs[model.__name__]["properties"]
         assert set(props) == set(model.model_fields)
         assert all(props[n]["description"] == f.description for n, f in model.model_fields.items())

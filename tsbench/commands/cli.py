@@ -13,7 +13,7 @@ import click
 from tsbench.core.errors import UserError
 
 # every command: its module under tsbench/commands/ and the click command in it; a module is
-# imported when its command runs (generate starts without pydantic)
+# imported when its command runs (a command starts without the others' imports)
 COMMANDS = {"generate": ("generate", "generate"), "load": ("load", "load"), "stream": ("stream", "stream"),
             "queries": ("queries", "queries_cmd"), "execute": ("execute", "execute"),
             "validate": ("validate", "validate"), "run": ("run", "run"), "report": ("report", "report"),

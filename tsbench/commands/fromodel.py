@@ -13,14 +13,16 @@ import annotated_types
 import click
 from pydantic import BaseModel
 
-from tsbench.commands.common import Finite
+from tsbench.commands.common import Finite, writable
 from tsbench.core.options import UNSET, cli_of, default_of
 
 
-def options_of(model: type[BaseModel]):
-    """A decorator adding the model's command-line fields as click options, in the model's order."""
+def options_of(model: type[BaseModel], skip: tuple[str, ...] = ()):
+    """A decorator adding the model's command-line fields (but those skipped) as click
+    options, in the model's order."""
     def add(f):
-        for decls, kw in reversed([option_of(model, n) for n in model.model_fields if cli_of(model, n).command]):
+        for decls, kw in reversed([option_of(model, n) for n in model.model_fields
+                                   if cli_of(model, n).command and n not in skip]):
             f = click.option(*decls, **kw)(f)
         return f
     return add
@@ -33,11 +35,14 @@ def option_of(model: type[BaseModel], name: str) -> tuple[list[str], dict]:
     if cli.flag:
         return [cli.flag, name], dict(is_flag=True, flag_value=not default, default=default, help=field.description)
     decls = [cli.name or "--" + name.replace("_", "-"), *([cli.short] if cli.short else []), name]
-    kind = _type(field.annotation, field.metadata)
+    if cli.multiple:
+        return decls, dict(multiple=True, metavar=cli.metavar, help=field.description)
+    kind = click.IntRange(*cli.bounds) if cli.bounds else _type(field.annotation, field.metadata)
     if kind is bool:
         return decls, dict(is_flag=True, default=default, help=field.description)
     return decls, dict(type=kind, default=default, metavar=cli.metavar, help=field.description,
-                       show_default=cli.show_default and default is not None)
+                       show_default=cli.show_default and default is not None,
+                       callback=writable if cli.output else None)
 
 
 def _type(annotation: Any, metadata: list) -> Any:

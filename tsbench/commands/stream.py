@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import click
 
-from tsbench.commands.common import ENTITIES, SEED, key_values, port_numbers, writable, write_json
+from tsbench.commands.common import key_values, port_numbers, writable, write_json
 from tsbench.commands.fromodel import options_of
 from tsbench.core import secrets
 from tsbench.core.errors import UserError
 from tsbench.core.options import build
+from tsbench.data.options import DatasetSettings
 from tsbench.stream.options import StreamCommand
 
 
@@ -22,16 +23,7 @@ from tsbench.stream.options import StreamCommand
 @click.option("--server-option", "server_options", multiple=True, metavar="KEY=VALUE",
               help="Option of a local server, repeatable.")
 @click.option("--port", "ports", multiple=True, metavar="NAME=PORT", help="Fixed port for a local server.")
-@click.option("--use-case", "-u", default="devops", show_default=True,
-              help="devops, cpu-only, cpu-single, iot, synthetic or custom.")
-@click.option("--scale", type=ENTITIES, default=None, help="Entities: hosts (devops), trucks (iot) ... [default: 1]")
-@click.option("--param", "-P", "params", multiple=True, metavar="KEY=VALUE",
-              help="Use-case parameter, repeatable (synthetic tags=10,10,10 fields=1: inch's -t and -f).")
-@click.option("--schema", "schema_file", default=None, help="YAML schema file of the custom use case.")
-@click.option("--seed", type=SEED, default=1, show_default=True, help="Same seed, same bytes.")
-@click.option("--start", default="2016-01-01T00:00:00Z", show_default=True,
-              help="First timestamp (RFC 3339), or now (the current time, to the interval).")
-@click.option("--interval", default=None, help="Time between a series' points, e.g. 10s, 1s. [default: 10s]")
+@options_of(DatasetSettings, skip=("end",))
 @options_of(StreamCommand)
 @click.option("--json", "json_out", default=None, callback=writable, help="Write the summary here.")
 @click.option("--seconds", "seconds_out", default=None, callback=writable,
@@ -42,8 +34,8 @@ from tsbench.stream.options import StreamCommand
                    "freshest data.")
 @click.option("--keep-server", is_flag=True, help="Leave the local server running.")
 @click.option("--quiet", "-q", is_flag=True, help="No per-second lines and no summary.")
-def stream(target_name, server, options, server_options, ports, use_case, scale, params, schema_file, seed, start,
-           interval, json_out, seconds_out, queries_file, keep_server, quiet, **settings) -> None:
+def stream(target_name, server, options, server_options, ports, json_out, seconds_out, queries_file, keep_server, quiet,
+           **settings) -> None:
     """Write generated points for a duration or a number of points per series, at a rate
     or as fast as answered (inch's way), with per-second figures; verify the count.
 
@@ -61,6 +53,7 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
     from tsbench.stream.run import StreamError, StreamOptions
 
     cls = databases.target_class(target_name)
+    data = {k: settings.pop(k) for k in DatasetSettings.model_fields if k in settings}      # the dataset's
     ratio = _ratio(settings.pop("query_ratio"), settings["query_rate"])
     if settings["query_rate"] is None:          # the file's default
         del settings["query_rate"]
@@ -73,8 +66,9 @@ def stream(target_name, server, options, server_options, ports, use_case, scale,
     opts.check()
     topts = key_values(options, "--option")
     cls.parse_options(secrets.resolve_env(topts, f"target {cls.name}"))
-    interval = _spread(time_span, interval, opts.points_per_series) if time_span else interval
-    ds = resolve(_stream_spec(use_case, scale, params, schema_file, seed, start, interval))
+    if time_span:
+        data["interval"] = _spread(time_span, data["interval"], opts.points_per_series)
+    ds = resolve(_stream_spec(data))
     _check_probe(cls, ds, opts.freshness)
     reach = session.Reach(target_name, server, topts, key_values(server_options, "--server-option"), port_numbers(ports),
                           keep_server, stall_seconds=opts.stall_seconds)
@@ -123,16 +117,15 @@ def _spread(time_span: str, interval: str | None, points_per_series: int | None)
     return spread_interval(time_span, points_per_series, "--time")
 
 
-def _stream_spec(use_case, scale, params, schema_file, seed, start, interval):
+def _stream_spec(data: dict):
     """The dataset a stream draws from: its time range starts at --start (now: the current
     time); its end only bounds resolve(): the writers stop on their own terms."""
     from tsbench.data.dataset import DatasetSpec
     from tsbench.stream.run import start_now
 
-    if start == "now":
-        start = start_now(interval)
-    return DatasetSpec(use_case=use_case, scale=scale, start=start, interval=interval, seed=seed,
-                       params=key_values(params), schema_file=schema_file)
+    if data["start"] == "now":
+        data["start"] = start_now(data["interval"])
+    return DatasetSpec(**{**data, "params": key_values(data["params"])})
 
 
 def _write_seconds(path: str, res) -> None:

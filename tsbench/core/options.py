@@ -29,6 +29,9 @@ class Cli:
     default: Any = UNSET           # the command line's own default, when it differs from the file's
     show_default: bool = True      # the default shown in --help as [default: ...]
     command: bool = True           # an option of the command (False: the experiment file's only)
+    bounds: tuple | None = None    # (lo, hi) the command line checks at once; the file leaves them to a later check
+    multiple: bool = False         # a repeatable option (KEY=VALUE items: the command makes the field's dict)
+    output: bool = False           # an output file: checked writable before any work
 
 
 class PhaseOptions(BaseModel):
@@ -67,7 +70,9 @@ def options_fields(model: type[BaseModel], rename: dict[str, str] | None = None,
             if attr in notes or n in skip:
                 continue
             notes[attr] = Any
-            setattr(cls, attr, default_of(model, n))
+            default = default_of(model, n)
+            setattr(cls, attr, dataclasses.field(default_factory=type(default)) if isinstance(default, (dict, list))
+                    else default)
         cls.__annotations__ = notes
         cls.option_names = {n: rename.get(n, n) for n in model.model_fields if n not in skip}
         return cls

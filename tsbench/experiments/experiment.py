@@ -25,8 +25,8 @@ import itertools
 import json
 import pathlib
 import re
-from dataclasses import MISSING, dataclass, fields
-from typing import Annotated, Any, Literal, get_type_hints
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -36,7 +36,6 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
-    create_model,
     field_validator,
 )
 
@@ -44,6 +43,7 @@ from tsbench.cluster.address import ClusterAddress
 from tsbench.core import bounds, secrets, yamlfile
 from tsbench.core.errors import UserError
 from tsbench.data.dataset import DatasetSpec
+from tsbench.data.options import DatasetSettings
 from tsbench.execute.options import ExecuteSettings
 from tsbench.load.options import LoadSettings
 from tsbench.queries.options import QueriesSettings
@@ -75,15 +75,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
-def _declaration_of(spec: type, name: str) -> type[_Strict]:
-    """The strict model of dataclass `spec` as an experiment file declares it: the same
-    fields, types and defaults, from the one definition."""
-    hints = get_type_hints(spec)
-    return create_model(name, __base__=_Strict, **{
-        f.name: (hints[f.name], f.default if f.default is not MISSING else f.default_factory()) for f in fields(spec)})
-
-
-DatasetDecl = _declaration_of(DatasetSpec, "DatasetDecl")
+DatasetDecl = DatasetSettings    # the data of a dataset (data/options.py)
 
 
 class TargetDecl(_Strict):
