@@ -16,7 +16,8 @@ from tsbench.commands import cli
 from tsbench.core.options import UNSET, PhaseOptions, cli_of, default_of
 from tsbench.data.options import DatasetSettings, GenerateCommand
 from tsbench.execute.options import ExecuteCommand, ExecuteSettings
-from tsbench.load.options import LoadCommand, LoadSettings
+from tsbench.experiments.options import RunCommand
+from tsbench.load.options import DataFileCheck, LoadCommand, LoadSettings
 from tsbench.queries.options import QueriesSettings
 from tsbench.stream.options import StreamCommand, StreamSettings
 
@@ -28,14 +29,14 @@ EXEC_OWN = {"queries_file", "load_file", "json_out", "quiet"} | TARGET
 # leaves out) and the command's own parameters (click names)
 COMMANDS = {
     "generate": ([GenerateCommand], {"quiet"}),
-    "load": ([LoadCommand], {"datafile", "ports", "gen", "json_out", "keep_server", "check_data", "quiet"} | TARGET),
+    "load": ([LoadCommand, DataFileCheck], {"datafile", "ports", "gen", "json_out", "keep_server", "quiet"} | TARGET),
     "stream": ([StreamCommand, (DatasetSettings, {"end"})],
                {"ports", "json_out", "seconds_out", "queries_file", "keep_server", "quiet"} | TARGET),
     "queries generate": ([QueriesSettings], {"datafile", "dataset", "types", "family", "allow_empty", "output"}),
     "queries list": ([], {"markdown", "why"}),
     "execute": ([ExecuteCommand], EXEC_OWN),
     "validate": ([], EXEC_OWN),
-    "run": ([], {"experiment_file", "dry_run", "results", "quiet", "no_report", "overrides"}),
+    "run": ([RunCommand], {"experiment_file", "quiet"}),
     "report": ([], {"run_dir", "output"}),
     "targets": ([], set()),
     "schema": ([], set()),
@@ -43,7 +44,7 @@ COMMANDS = {
     "servers start": ([], {"kind", "name", "ports", "server_options", "keep_data"}),
     "servers stop": ([], {"names", "all_"}),
     "servers list": ([], set()),
-    "verify": ([], {"datafile", "target_name", "server", "options", "check_data", "json_out"}),
+    "verify": ([DataFileCheck], {"datafile", "target_name", "server", "options", "json_out"}),
 }
 
 

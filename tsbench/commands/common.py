@@ -1,12 +1,12 @@
 """The command line's shared pieces (all phases): KEY=VALUE and NAME=PORT lists, the
-bounded number types (bounds.py, shown in --help), the output-file and name checks run
-as click callbacks, and the JSON summary writer."""
+output-file and name checks run as click callbacks, and the JSON summary writer. (The
+options of a phase, with their bounds, are made from its model: fromodel.py.)"""
 
 from __future__ import annotations
 
 import click
 
-from tsbench.core import bounds, secrets
+from tsbench.core import secrets
 from tsbench.core.errors import UserError
 
 
@@ -27,33 +27,6 @@ def port_numbers(values: tuple[str, ...]) -> dict[str, int]:
             raise UserError(f"--port: {k}={v} is not a port number")
         out[k] = int(v)
     return out
-
-
-class Finite(click.FloatRange):
-    """A FloatRange that also refuses nan and inf."""
-
-    def convert(self, value, param, ctx):
-        import math
-
-        v = super().convert(value, param, ctx)
-        if not math.isfinite(v):
-            self.fail(f"{value!r} is not a finite number.", param, ctx)
-        return v
-
-
-AT_LEAST_1 = click.IntRange(1, bounds.MAX_COUNT)          # every number has its bound (bounds.py), shown in --help
-AT_LEAST_0 = click.IntRange(0, bounds.MAX_COUNT)
-SEED = click.IntRange(0, 2 ** 64 - 1)
-POSITIVE = Finite(min=0, max=bounds.MAX_SECONDS, min_open=True)     # seconds
-SECONDS_0 = Finite(min=0, max=bounds.MAX_SECONDS)
-RATE = Finite(min=0, max=bounds.MAX_RATE, min_open=True)
-ENTITIES = click.IntRange(1, bounds.MAX_ENTITIES)
-GROUP, GROUPS = click.IntRange(0, bounds.MAX_GROUPS - 1), click.IntRange(1, bounds.MAX_GROUPS)
-PROCESSES = click.IntRange(1, bounds.MAX_PROCESSES)
-WORKERS = click.IntRange(1, bounds.MAX_WORKERS)
-BATCH_ROWS = click.IntRange(1, bounds.MAX_BATCH_ROWS)
-QUERIES, QUERIES_0 = click.IntRange(1, bounds.MAX_QUERIES), click.IntRange(0, bounds.MAX_QUERIES)
-PER_TYPE = click.IntRange(1, bounds.MAX_QUERIES_PER_TYPE)
 
 
 def writable(ctx, param, value):

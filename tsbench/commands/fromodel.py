@@ -13,8 +13,20 @@ import annotated_types
 import click
 from pydantic import BaseModel
 
-from tsbench.commands.common import Finite, writable
+from tsbench.commands.common import writable
 from tsbench.core.options import UNSET, cli_of, default_of
+
+
+class Finite(click.FloatRange):
+    """A FloatRange that also refuses nan and inf."""
+
+    def convert(self, value, param, ctx):
+        import math
+
+        v = super().convert(value, param, ctx)
+        if not math.isfinite(v):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return v
 
 
 def options_of(model: type[BaseModel], skip: tuple[str, ...] = ()):

@@ -12,7 +12,7 @@ from tsbench.commands.fromodel import options_of
 from tsbench.core import secrets
 from tsbench.core.errors import UserError
 from tsbench.core.options import build
-from tsbench.load.options import LoadCommand
+from tsbench.load.options import DataFileCheck, LoadCommand
 
 
 @click.command("load")
@@ -35,10 +35,10 @@ from tsbench.load.options import LoadCommand
 @click.option("--json", "json_out", default=None, callback=writable,
               help="Write the summary (with the per-second timeline) here.")
 @click.option("--keep-server", is_flag=True, help="Leave the local server running (stop: tsbench servers stop).")
-@click.option("--check-data", is_flag=True, help="Check the data file's sha256 against its manifest first.")
+@options_of(DataFileCheck)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary.")
-def load(datafile, target_name, server, options, server_options, ports, gen, json_out, keep_server, check_data,
-         quiet, **settings) -> None:
+def load(datafile, target_name, server, options, server_options, ports, gen, json_out, keep_server, quiet,
+         check_data, **settings) -> None:
     """Phase 2: load a generated data file into a database, verify the count,
     compact and measure disk bytes.
 

@@ -6,16 +6,14 @@ import sys
 
 import click
 
+from tsbench.commands.fromodel import options_of
+from tsbench.experiments.options import RunCommand
+
 
 @click.command("run")
 @click.argument("experiment_file")
-@click.option("--dry-run", is_flag=True, help="Print the cells and stop.")
-@click.option("--results", default="results", show_default=True, help="Where results/<experiment>/<run-id>/ goes.")
+@options_of(RunCommand)
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
-@click.option("--no-report", is_flag=True, help="Skip the HTML report (write it later with `tsbench report`).")
-@click.option("--set", "overrides", multiple=True, metavar="KEY.PATH=VALUE",
-              help="Change one setting of the file (VALUE in YAML; repeatable; kept in the manifest), e.g. "
-                   "--set datasets.devops100.end=2016-01-01T03:00:00Z --set matrix.target=[influx,duckdb].")
 def run(experiment_file, dry_run, results, quiet, no_report, overrides) -> None:
     """Run every cell of an experiment file: generate, load, verify, queries,
     execute, validate; results as parquet tables (cells, load, queries,

@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 
 from tsbench.commands.common import key_values, writable, write_json
+from tsbench.commands.fromodel import options_of
 from tsbench.core.errors import UserError
+from tsbench.load.options import DataFileCheck
 
 
 @click.command("verify")
@@ -15,7 +17,7 @@ from tsbench.core.errors import UserError
 @click.option("--server", "-s", required=True, help="The URL of the server holding the data (or a path for duckdb).")
 @click.option("--option", "-O", "options", multiple=True, metavar="KEY=VALUE",
               help="Target option, repeatable, as given to load (database, schema, tags ...).")
-@click.option("--check-data", is_flag=True, help="Check the data file's sha256 against its manifest first.")
+@options_of(DataFileCheck)
 @click.option("--json", "json_out", default=None, callback=writable, help="Write the per-table figures here.")
 def verify_cmd(datafile, target_name, server, options, check_data, json_out) -> int:
     """Check what a database holds against the data file it was loaded from, per

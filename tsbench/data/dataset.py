@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from tsbench.core.bounds import check_entities, check_time
+from tsbench.core.bounds import MAX_SEED, check_entities, check_time
 from tsbench.core.errors import UserError
 from tsbench.core.options import options_fields
 from tsbench.core.timeutil import format_time, parse_duration, parse_time
@@ -94,7 +94,7 @@ def resolve(spec: DatasetSpec) -> Dataset:
         if spec.schema_file:
             raise UserError("--schema: only the custom use case takes a schema file")
         uc = cls(spec.params)
-    if not 0 <= spec.seed < 2 ** 64:
+    if not 0 <= spec.seed <= MAX_SEED:
         raise UserError("--seed: must be within 0 .. 2^64-1")
     start = check_time(parse_time(spec.start, "--start"), "--start")
     end = check_time(parse_time(spec.end, "--end"), "--end") if spec.end is not None else None

@@ -26,7 +26,7 @@ class DatasetSettings(PhaseOptions):
     end: str | None = Field(None, description="End of the time range, exclusive (RFC 3339). [default: start + 1 day]")
     interval: str | None = Field(None, description="Time between a series' points (epochs), e.g. 10s, 1m, 100ms. "
                                                    "[default: 10s]")
-    seed: Annotated[int, Cli(bounds=(0, 2 ** 64 - 1))] = Field(1, description="Same seed, same bytes.")
+    seed: Annotated[int, Cli(bounds=(0, bounds.MAX_SEED))] = Field(1, description="Same seed, same bytes.")
     params: Annotated[dict[str, Any], Cli("-P", name="--param", multiple=True, metavar="KEY=VALUE")] = Field(
         {}, description="Use-case parameter, repeatable: iot missing=0.1 late=0.3 ...; synthetic tags=10,10,10 "
                         "fields=1 points=100 | shards=12 points_per_shard=250 (tags and fields: inch's -t and -f).")

@@ -132,7 +132,7 @@ def stream_columns(ds, res) -> dict:
 
 
 class Runner:
-    def __init__(self, exp: Experiment, results: str | pathlib.Path = "results", quiet: bool = False):
+    def __init__(self, exp: Experiment, results: str | pathlib.Path, quiet: bool = False):
         self.exp, self.quiet = exp, quiet
         self.phases = set(exp.phases)
         self.run_id = time.strftime("%Y%m%dT%H%M%S")

@@ -1,6 +1,6 @@
 """Phase 2's options, declared once (core/options.py): `LoadSettings` is an experiment
 file's load: section, `LoadCommand` adds what only `tsbench load` takes; `Writes` holds
-what load and stream share on the command line."""
+what load and stream share on the command line; `DataFileCheck` is verify's, and load's too."""
 
 from __future__ import annotations
 
@@ -48,3 +48,9 @@ class LoadCommand(LoadSettings, Writes):
 
     compact: Annotated[bool, Cli(flag="--no-compact")] = Field(
         True, description="Skip compaction before measuring disk bytes.")
+
+
+class DataFileCheck(PhaseOptions):
+    """tsbench verify's options (and load's check of its data file)."""
+
+    check_data: bool = Field(False, description="Check the data file's sha256 against its manifest first.")

@@ -22,4 +22,4 @@ class QueriesSettings(PhaseOptions):
     families: Annotated[list[Family], Cli(command=False)] = Field(
         [], description="Without types: every type of these families that fits the dataset.")
     count: Annotated[int, Cli("-n")] = Field(10, ge=1, le=bounds.MAX_QUERIES_PER_TYPE, description="Queries per type.")
-    seed: int = Field(1, ge=0, le=2 ** 64 - 1, description="Same seed, same queries.")
+    seed: int = Field(1, ge=0, le=bounds.MAX_SEED, description="Same seed, same queries.")
