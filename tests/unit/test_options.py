@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import pathlib
 
-import annotated_types
 import click
 import pytest
 
@@ -80,7 +79,8 @@ def test_a_commands_options_are_its_models_fields_and_its_own(name):
     models, own = COMMANDS[name]
     params, fields = {p.name for p in _commands()[name].params}, set(_model_fields(models))
     assert not own & fields, "an option of the command's own is also a field of its model"
-    assert params == fields | own, f"not declared: {sorted(params - fields - own)}; missing: {sorted(fields | own - params)}"
+    assert params == fields | own, (f"not declared: {sorted(params - fields - own)}; "
+                                    f"missing: {sorted(fields | own - params)}")
 
 
 @pytest.mark.parametrize("name", [n for n, (m, _) in COMMANDS.items() if m])
@@ -96,9 +96,8 @@ def test_a_model_option_carries_the_fields_help_default_and_bounds(name):
             assert p.multiple, p.name
             continue
         assert p.default == (default_of(model, p.name) if meta.default is UNSET else meta.default), p.name
-        lo = next((m.ge for m in field.metadata if isinstance(m, annotated_types.Ge)), None)
-        above = next((m.gt for m in field.metadata if isinstance(m, annotated_types.Gt)), None)
-        hi = next((m.le for m in field.metadata if isinstance(m, annotated_types.Le)), None)
+        lo, above, hi = (next((getattr(m, k) for m in field.metadata if hasattr(m, k)), None)
+                         for k in ("ge", "gt", "le"))
         if meta.bounds:
             lo, hi = meta.bounds
         if isinstance(p.type, click.IntRange | click.FloatRange):

@@ -9,7 +9,6 @@ import types
 import typing
 from typing import Any, Literal
 
-import annotated_types
 import click
 from pydantic import BaseModel
 
@@ -53,8 +52,13 @@ def option_of(model: type[BaseModel], name: str) -> tuple[list[str], dict]:
     if kind is bool:
         return decls, dict(is_flag=True, default=default, help=field.description)
     return decls, dict(type=kind, default=default, metavar=cli.metavar, help=field.description,
-                       show_default=cli.show_default and default is not None,
+                       show_default=default is not None,
                        callback=writable if cli.output else None)
+
+
+def bound(metadata: list, kind: str) -> Any:
+    """A field's bound of a kind (ge, gt, le, lt: pydantic's metadata of Field(ge=...)), else None."""
+    return next((getattr(m, kind) for m in metadata if hasattr(m, kind)), None)
 
 
 def _type(annotation: Any, metadata: list) -> Any:
@@ -65,10 +69,7 @@ def _type(annotation: Any, metadata: list) -> Any:
         args = typing.get_args(annotation)
     if typing.get_origin(annotation) is Literal:
         return click.Choice(list(args))
-    lo = next((m.ge for m in metadata if isinstance(m, annotated_types.Ge)), None)
-    above = next((m.gt for m in metadata if isinstance(m, annotated_types.Gt)), None)
-    hi = next((m.le for m in metadata if isinstance(m, annotated_types.Le)), None)
-    below = next((m.lt for m in metadata if isinstance(m, annotated_types.Lt)), None)
+    lo, above, hi, below = (bound(metadata, k) for k in ("ge", "gt", "le", "lt"))
     if annotation is int:
         lo = above + 1 if above is not None else lo
         hi = below - 1 if below is not None else hi

@@ -106,8 +106,8 @@ def _load_data(df, target_name, server, opts, topts, server_options, ports, keep
     from tsbench.experiments import session
     from tsbench.load.run import LoadError
 
-    reach = session.Reach(target_name, server, topts, key_values(server_options, "--server-option"), port_numbers(ports),
-                          keep_server, stall_seconds=opts.stall_seconds)
+    reach = session.Reach(target_name, server, topts, key_values(server_options, "--server-option"),
+                          port_numbers(ports), keep_server, stall_seconds=opts.stall_seconds)
 
     async def go():
         async with session.open_target(reach, announce=not quiet) as c:

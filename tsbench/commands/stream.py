@@ -70,8 +70,8 @@ def stream(target_name, server, options, server_options, ports, json_out, second
         data["interval"] = _spread(time_span, data["interval"], opts.points_per_series)
     ds = resolve(_stream_spec(data))
     _check_probe(cls, ds, opts.freshness)
-    reach = session.Reach(target_name, server, topts, key_values(server_options, "--server-option"), port_numbers(ports),
-                          keep_server, stall_seconds=opts.stall_seconds)
+    reach = session.Reach(target_name, server, topts, key_values(server_options, "--server-option"),
+                          port_numbers(ports), keep_server, stall_seconds=opts.stall_seconds)
 
     async def go():
         async with session.open_target(reach, announce=not quiet) as c:

@@ -27,7 +27,6 @@ class Cli:
     flag: str | None = None        # a bool given as this flag, which sets the opposite of the default (--no-verify)
     metavar: str | None = None
     default: Any = UNSET           # the command line's own default, when it differs from the file's
-    show_default: bool = True      # the default shown in --help as [default: ...]
     command: bool = True           # an option of the command (False: the experiment file's only)
     bounds: tuple | None = None    # (lo, hi) the command line checks at once; the file leaves them to a later check
     multiple: bool = False         # a repeatable option (KEY=VALUE items: the command makes the field's dict)
