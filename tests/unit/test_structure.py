@@ -14,8 +14,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PKG = ROOT / "tsbench"
-ORCHESTRATION = ("experiments/runner.py", "experiments/session.py", "commands/cli.py", "experiments/experiment.py",
-                 "load/connect.py", "execute/run.py", "load/run.py", "stream/run.py")
+ORCHESTRATION = ("experiments/runner.py", "experiments/session.py", "experiments/experiment.py",
+                 "load/connect.py", "execute/run.py", "load/run.py", "stream/run.py",
+                 *sorted(str(p.relative_to(PKG)) for p in (PKG / "commands").glob("*.py")))
 MAX_FUNCTION_LINES = 60
 
 

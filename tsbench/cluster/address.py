@@ -11,6 +11,9 @@ import logging
 import re
 import signal
 from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 from tsbench.core.bounds import MAX_PROCESSES
 from tsbench.core.errors import UserError
@@ -40,6 +43,19 @@ def parse(text: str) -> Address:
         return Address(text.strip(), None)
     raise UserError(f"--cluster: {text!r} is neither local:N (N worker processes here) "
                     "nor a Dask scheduler's address tcp://HOST:PORT")
+
+
+def _checked(v: str | None) -> str | None:
+    """An address in a pydantic model: parse()'s word, without the option's name."""
+    if v is not None:
+        try:
+            parse(v)
+        except UserError as exc:
+            raise ValueError(str(exc).removeprefix("--cluster: ")) from None
+    return v
+
+
+ClusterAddress = Annotated[str | None, AfterValidator(_checked)]     # a field of a phase's options
 
 
 @contextlib.asynccontextmanager

@@ -1,9 +1,9 @@
 """The largest value each numeric option may take (all phases): what can run on one
 machine, so that a number too large is one line naming the option (exit 2) before
 anything is built, never a MemoryError, an overflow in the C core or hours of work that
-cannot end. The command line's click ranges (cli.py) and an experiment file's pydantic
-fields (experiment.py) take them from here; resolve() (dataset.py) checks the dataset's
-own (entities, times) for both."""
+cannot end. The phases' option models (data/options.py, load/options.py, ...: the
+command line's click ranges and the experiment file's fields) take them from here;
+resolve() (dataset.py) checks the dataset's own (entities, times) for both."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ MAX_COUNT = 10 ** 12            # other counts (points per series, errors tolera
 MAX_RATE = 1e9                  # rows/s or queries/s
 MAX_SECONDS = 366 * 86_400.0    # any duration, delay, timeout or window in seconds: a year
 MAX_REPETITIONS = 1000          # an experiment's repetitions of every cell
+MAX_SEED = 2 ** 64 - 1          # seeds are unsigned 64-bit
 
 INT64_MAX = 2 ** 63 - 1         # times are int64 nanoseconds since 1970: 1677-09-21 .. 2262-04-11
 INT64_MIN = -2 ** 63

@@ -4,46 +4,37 @@ schema, the entity count and the epochs the simulator runs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, fields
 
-from tsbench.core.bounds import check_entities, check_time
+from tsbench.core.bounds import MAX_SEED, check_entities, check_time
 from tsbench.core.errors import UserError
+from tsbench.core.options import options_fields
 from tsbench.core.timeutil import format_time, parse_duration, parse_time
+from tsbench.data.options import DatasetSettings
 from tsbench.data.schema import Compiled, Schema, compile_schema
 from tsbench.data.usecases import USE_CASES, use_case
 
-DEFAULT_START = "2016-01-01T00:00:00Z"
-
 
 @dataclass
+@options_fields(DatasetSettings)
 class DatasetSpec:
     """The generate options that define the data (not where it goes), already of their
-    types: click's options and an experiment file's DatasetDecl (experiment.py's pydantic
-    model made from this class) check them, and spec_from_pairs text. A plain dataclass,
-    so that generate starts without pydantic."""
-
-    use_case: str = "devops"
-    scale: int | None = None
-    start: str = DEFAULT_START
-    end: str | None = None
-    interval: str | None = None
-    seed: int = 1
-    params: dict[str, Any] = field(default_factory=dict)
-    schema_file: str | None = None
+    types: DatasetSettings's fields and defaults (data/options.py), which click's options
+    and an experiment file's datasets: entries are made of; spec_from_pairs checks text
+    by it. A plain dataclass, the one the phases pass around."""
 
 
 def spec_from_pairs(pairs: dict[str, str], option: str) -> DatasetSpec:
     """KEY=VALUE pairs (--generate, --dataset) as a DatasetSpec: the spec's own keys
     converted and checked by pydantic (scale=10 is a number), the others the use case's
     parameters. A bad value is one line naming the option and the key."""
-    from pydantic import TypeAdapter, ValidationError
+    from pydantic import ValidationError
 
     keys = {f.name for f in fields(DatasetSpec)} - {"params"}
     own = {k: v for k, v in pairs.items() if k in keys}
     try:
-        return TypeAdapter(DatasetSpec).validate_python(
-            {**own, "params": {k: v for k, v in pairs.items() if k not in keys}})
+        return DatasetSpec(**dict(DatasetSettings.model_validate(
+            {**own, "params": {k: v for k, v in pairs.items() if k not in keys}})))
     except ValidationError as exc:
         e = exc.errors()[0]
         raise UserError(f"{option} {'.'.join(map(str, e['loc']))}={own.get(e['loc'][0])}: {e['msg']}") from None
@@ -103,7 +94,7 @@ def resolve(spec: DatasetSpec) -> Dataset:
         if spec.schema_file:
             raise UserError("--schema: only the custom use case takes a schema file")
         uc = cls(spec.params)
-    if not 0 <= spec.seed < 2 ** 64:
+    if not 0 <= spec.seed <= MAX_SEED:
         raise UserError("--seed: must be within 0 .. 2^64-1")
     start = check_time(parse_time(spec.start, "--start"), "--start")
     end = check_time(parse_time(spec.end, "--end"), "--end") if spec.end is not None else None

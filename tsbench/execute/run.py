@@ -29,9 +29,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tsbench.core.errors import Fatal, Retryable, Unsupported, UserError
+from tsbench.core.options import options_fields
 from tsbench.core.watch import watchdog
 from tsbench.databases.shared.target import Target
 from tsbench.execute import responses
+from tsbench.execute.options import ExecuteCommand
 from tsbench.queries.base import Answer, QuerySpec, RowSet
 from tsbench.queries.compare import compare, tolerance
 
@@ -39,22 +41,14 @@ PERCENTILES = (50, 90, 95, 99, 99.9)
 
 
 @dataclass
+@options_fields(ExecuteCommand, rename={"stall_timeout": "stall_seconds", "check_answers": "validate"})
 class ExecOptions:
-    workers: int = 1
-    count: int | None = None         # measured queries (default: one pass over the file)
-    duration: float | None = None    # or: seconds of measured queries
-    burn_in: int = 0
-    rate: float | None = None        # queries per second, all workers together
-    cache: str = "warm"              # warm | cold | cold-query | none (validate: one pass, nothing discarded)
-    validate: bool = True
+    """An execute's options: ExecuteCommand's fields (execute/options.py), stall_timeout as
+    stall_seconds; cache may also be none (validate: one pass, nothing discarded)."""
+
     rel_tol: float | None = None     # float tolerance (default: from the target's float_digits)
-    print_responses: bool = False
-    max_rows: int = 20               # --print-responses: rows shown of each answer
     keep_bytes: int = 256 << 20      # raw answers kept in the timed pass before an untimed check
-    query_timeout: float = 60.0      # seconds a query may take; then it is recorded as that query's error
-    stall_seconds: float = 120.0     # seconds with no query answered before the execute fails
     progress: bool = True
-    cluster: str | None = None       # local:N or tcp://HOST:PORT: client slots on Dask (cluster/querying.py)
 
     def check(self) -> None:
         if self.workers < 1:

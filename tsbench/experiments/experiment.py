@@ -25,8 +25,8 @@ import itertools
 import json
 import pathlib
 import re
-from dataclasses import MISSING, dataclass, fields
-from typing import Annotated, Any, Literal, get_type_hints
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -36,14 +36,18 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
-    create_model,
     field_validator,
-    model_validator,
 )
 
+from tsbench.cluster.address import ClusterAddress
 from tsbench.core import bounds, secrets, yamlfile
 from tsbench.core.errors import UserError
 from tsbench.data.dataset import DatasetSpec
+from tsbench.data.options import DatasetSettings
+from tsbench.execute.options import ExecuteSettings
+from tsbench.load.options import LoadSettings
+from tsbench.queries.options import QueriesSettings
+from tsbench.stream.options import StreamSettings
 
 PHASES = ("generate", "load", "queries", "execute", "validate")     # the default
 Phase = Literal["generate", "load", "verify", "queries", "execute", "validate", "stream"]   # verify: per-table recount
@@ -71,15 +75,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
-def _declaration_of(spec: type, name: str) -> type[_Strict]:
-    """The strict model of dataclass `spec` as an experiment file declares it: the same
-    fields, types and defaults, from the one definition."""
-    hints = get_type_hints(spec)
-    return create_model(name, __base__=_Strict, **{
-        f.name: (hints[f.name], f.default if f.default is not MISSING else f.default_factory()) for f in fields(spec)})
-
-
-DatasetDecl = _declaration_of(DatasetSpec, "DatasetDecl")
+DatasetDecl = DatasetSettings    # the data of a dataset (data/options.py)
 
 
 class TargetDecl(_Strict):
@@ -89,111 +85,16 @@ class TargetDecl(_Strict):
     server_options: dict[str, Any] = {}
 
 
-def _cluster_address(v: str | None) -> str | None:
-    from tsbench.cluster.address import parse
-
-    if v is not None:
-        try:
-            parse(v)
-        except UserError as exc:
-            raise ValueError(str(exc).removeprefix("--cluster: ")) from None
-    return v
+LoadDecl = LoadSettings          # the load phase's options (load/options.py)
 
 
-ClusterAddress = Annotated[str | None, AfterValidator(_cluster_address)]
+QueriesDecl = QueriesSettings    # the queries phase's options (queries/options.py)
 
 
-class LoadDecl(_Strict):
-    workers: int = Field(4, ge=1, le=bounds.MAX_WORKERS)
-    batch_size: int = Field(10_000, ge=1, le=bounds.MAX_BATCH_ROWS)
-    processes: int = Field(1, ge=1, le=bounds.MAX_PROCESSES)
-    stall_timeout: float = Field(120.0, gt=0, le=bounds.MAX_SECONDS)     # seconds with no batch answered before the cell fails
-    cluster: ClusterAddress = None                # local:N or tcp://HOST:PORT: client slots on Dask workers
+ExecuteDecl = ExecuteSettings    # the execute phase's options (execute/options.py)
 
 
-class QueriesDecl(_Strict):
-    types: list[str] = []
-    families: list[Literal["devops", "iot", "flux", "relational"]] = []
-    count: int = Field(10, ge=1, le=bounds.MAX_QUERIES_PER_TYPE)
-    seed: int = Field(1, ge=0, lt=2 ** 64)
-
-
-class ExecuteDecl(_Strict):
-    workers: int = Field(1, ge=1, le=bounds.MAX_WORKERS)
-    count: int | None = Field(None, ge=1, le=bounds.MAX_QUERIES)
-    burn_in: int = Field(0, ge=0, le=bounds.MAX_QUERIES)
-    cache: Literal["warm", "cold", "cold-query"] = "warm"
-    query_timeout: float = Field(60.0, gt=0, le=bounds.MAX_SECONDS)   # seconds a query may take (then: its error)
-    stall_timeout: float = Field(120.0, gt=0, le=bounds.MAX_SECONDS)     # seconds with no query answered before the cell fails
-    cluster: ClusterAddress = None                # client slots on Dask workers (warm cache only)
-
-    @model_validator(mode="after")
-    def _warm_on_a_cluster(self):
-        if self.cluster and self.cache != "warm":
-            raise ValueError(f"cache {self.cache} restarts the server between the driver's passes; not with cluster")
-        return self
-
-
-class StreamDecl(_Strict):
-    """The stream phase: tsbench stream's options (README, stream); the queries: section's
-    types run while writing when queries is true."""
-
-    writers: int = Field(8, ge=1, le=bounds.MAX_WORKERS)
-    batch_size: int = Field(10_000, ge=1, le=bounds.MAX_BATCH_ROWS)
-    start: Literal["dataset", "now"] = "dataset"  # the first timestamp: the dataset's start, or the current time
-    rate: float | None = Field(None, gt=0, le=bounds.MAX_RATE)      # rows/s of all writers, open loop
-    delay: float = Field(0.0, ge=0, le=bounds.MAX_SECONDS)
-    target_latency: float | None = Field(None, gt=0, le=bounds.MAX_SECONDS)
-    duration: float | None = Field(60.0, gt=0, le=bounds.MAX_SECONDS)
-    points_per_series: int | None = Field(None, ge=1, le=bounds.MAX_COUNT)
-    time: str | None = None                     # spread each series' points_per_series points over it (inch's -time)
-    max_errors: int = Field(0, ge=0, le=bounds.MAX_COUNT)
-    queries: bool = False
-    query_rate: float = Field(1.0, gt=0, le=bounds.MAX_RATE)
-    query_ratio: str | None = None              # "write:9,query:1": queries due by the writes, not query_rate
-    query_workers: int = Field(2, ge=1, le=bounds.MAX_WORKERS)
-    query_window: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS)
-    freshness: bool = False
-    freshness_every: float = Field(1.0, gt=0, le=bounds.MAX_SECONDS)
-    stall_timeout: float = Field(120.0, gt=0, le=bounds.MAX_SECONDS)
-    cluster: ClusterAddress = None                # client slots on Dask workers (not with queries or freshness)
-
-    @model_validator(mode="after")
-    def _consistent(self):
-        if self.duration is None and self.points_per_series is None:
-            raise ValueError("give duration (seconds) or points_per_series (or both: the first reached)")
-        if self.rate is not None and (self.delay or self.target_latency):
-            raise ValueError("rate (open loop) and delay or target_latency (closed loop) do not go together")
-        if self.time is not None:
-            self.interval()
-        if self.query_ratio is not None and not self.queries:
-            raise ValueError("query_ratio mixes in the queries section's types: set queries: true")
-        if self.cluster and (self.queries or self.freshness):
-            raise ValueError("queries and freshness run from one client; not with cluster")
-        try:
-            self.ratio()
-        except UserError as exc:
-            raise ValueError(str(exc).replace("--ratio", "query_ratio")) from None
-        return self
-
-    def interval(self) -> str | None:
-        """The dataset interval that time gives (None: the dataset's own)."""
-        from tsbench.stream.run import spread_interval
-
-        if self.time is None:
-            return None
-        if self.points_per_series is None:
-            raise ValueError("time spreads points_per_series points over a span: give points_per_series")
-        try:
-            return spread_interval(self.time, self.points_per_series, "time")
-        except UserError as exc:
-            raise ValueError(str(exc)) from None
-
-    def ratio(self) -> tuple[int, int] | None:
-        """query_ratio as (write batches, queries), or None."""
-        from tsbench.stream.mixed import parse_ratio
-
-        return parse_ratio(self.query_ratio) if self.query_ratio is not None else None
+StreamDecl = StreamSettings      # the stream phase's options (stream/options.py)
 
 
 SECTIONS = {"dataset": DatasetDecl, "target": TargetDecl, "load": LoadDecl, "queries": QueriesDecl,

@@ -28,6 +28,7 @@ import traceback
 from tsbench.core import aiorun, secrets, signals
 from tsbench.core.errors import Fatal, Retryable, Unsupported, UserError
 from tsbench.core.hostfacts import host_facts
+from tsbench.core.options import build
 from tsbench.core.outfile import OutputFile, write_text
 from tsbench.execute.run import ExecOptions, ExecResult
 from tsbench.experiments import session
@@ -131,7 +132,7 @@ def stream_columns(ds, res) -> dict:
 
 
 class Runner:
-    def __init__(self, exp: Experiment, results: str | pathlib.Path = "results", quiet: bool = False):
+    def __init__(self, exp: Experiment, results: str | pathlib.Path, quiet: bool = False):
         self.exp, self.quiet = exp, quiet
         self.phases = set(exp.phases)
         self.run_id = time.strftime("%Y%m%dT%H%M%S")
@@ -262,9 +263,7 @@ class Runner:
         mon.phase = "load"
         lo = c.load
         self.say(f"load: {df.rows:,} rows, {lo.workers} workers x {lo.batch_size:,}")
-        opts = LoadOptions(workers=lo.workers, batch_size=lo.batch_size, processes=lo.processes,
-                           if_exists="drop", stall_seconds=lo.stall_timeout, progress=not self.quiet,
-                           cluster=lo.cluster)
+        opts = build(LoadOptions, dict(lo), if_exists="drop", progress=not self.quiet)
         try:
             res = await session.load(conn, df, opts)
         except LoadError as exc:
@@ -336,9 +335,7 @@ class Runner:
         mon.phase = "execute"
         self.say(f"execute: {len(specs)} queries of {len(names)} types, {ex.workers} workers, {ex.cache} cache"
                  + (", validated" if ref is not None else ""))
-        opts = ExecOptions(workers=ex.workers, count=ex.count, burn_in=ex.burn_in, cache=ex.cache,
-                           validate=ref is not None, query_timeout=ex.query_timeout,
-                           stall_seconds=ex.stall_timeout, progress=not self.quiet, cluster=ex.cluster)
+        opts = build(ExecOptions, dict(ex), validate=ref is not None, progress=not self.quiet)
         er = await session.run_queries(conn, ds, specs, opts, ref)
         if er.clients:
             self.clients[f"{c.id}/execute"] = er.clients

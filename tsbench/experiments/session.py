@@ -26,8 +26,6 @@ from tsbench.load.run import LoadOptions, LoadResult
 from tsbench.load.run import load as load_phase
 from tsbench.queries.base import QuerySpec
 
-FAMILIES = ("devops", "iot", "flux", "relational")
-
 
 @dataclass
 class Reach:
@@ -87,8 +85,8 @@ def select_types(ds: Dataset, types: list[str], families: list[str]) -> list[str
     if types:
         return list(types)
     for f in families:
-        if f not in FAMILIES:
-            raise UserError(f"--family: unknown family {f!r} (families: {', '.join(FAMILIES)})")
+        if f not in queries.FAMILIES:
+            raise UserError(f"--family: unknown family {f!r} (families: {', '.join(queries.FAMILIES)})")
     ctx = queries.context(ds)
     return [n for n, qt in queries.CATALOG.items() if qt.family in families and qt.applies(ctx) is None]
 

@@ -13,7 +13,9 @@ import time
 from dataclasses import dataclass
 
 from tsbench.core.errors import LoadError, Retryable
+from tsbench.core.options import default_of
 from tsbench.databases.shared.target import Target
+from tsbench.load.options import Writes
 
 # shared counters, one row per process or slot: rows, values, bytes, batches, backoffs, backoff_us
 N_COUNTERS = 6
@@ -26,7 +28,7 @@ class BackoffRule:
 
     backoff_base: float = 0.05      # seconds, doubled per consecutive push-back of a batch
     backoff_cap: float = 5.0
-    give_up_after: float = 300.0    # seconds of push-back on one batch before failing
+    give_up_after: float = default_of(Writes, "give_up_after")   # seconds of push-back on one batch before failing
 
 
 async def write_with_backoff(target: Target, b, opts: BackoffRule, rng: random.Random, backed_off) -> None:

@@ -23,12 +23,14 @@ from tsbench.cluster.drive import maybe_cluster
 from tsbench.core import aiorun
 from tsbench.core.errors import Fatal, LoadError, Retryable, UserError
 from tsbench.core.model import Tables
+from tsbench.core.options import options_fields
 from tsbench.core.watch import Stalled, bounded, watchdog
 from tsbench.data.batches import BatchReader, byte_ranges, csv_layout
 from tsbench.data.datafile import DataFile
 from tsbench.databases.shared.server import allocated_bytes
 from tsbench.databases.shared.spread import make_target, target_options
 from tsbench.databases.shared.target import Target
+from tsbench.load.options import LoadCommand
 from tsbench.load.pump import N_COUNTERS, BackoffRule, first_error, pump
 from tsbench.load.verify import check
 
@@ -36,16 +38,11 @@ COMPACT_STALLS = 15          # compaction may take this many --stall-timeout bou
 
 
 @dataclass
+@options_fields(LoadCommand, rename={"stall_timeout": "stall_seconds"})
 class LoadOptions(BackoffRule):
-    workers: int = 4
-    batch_size: int = 10_000
-    processes: int = 1
-    if_exists: str = "abort"
-    verify: bool = True
-    compact: bool = True
-    stall_seconds: float = 120.0    # seconds with no batch answered (acknowledged or pushed back) before failing
+    """A load's options: LoadCommand's fields (load/options.py), stall_timeout as stall_seconds."""
+
     progress: bool = True
-    cluster: str | None = None      # --cluster: local:N or tcp://HOST:PORT of a Dask scheduler
 
     def check(self) -> None:
         if self.workers < 1:

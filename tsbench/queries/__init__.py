@@ -31,6 +31,8 @@ from tsbench.queries.base import DatasetContext, QuerySpec
 from tsbench.queries.catalog import CATALOG
 from tsbench.queries.shapes import summed
 
+FAMILIES = tuple(dict.fromkeys(qt.family for qt in CATALOG.values()))     # devops, flux, ...: the catalog's
+
 FORMAT_VERSION = 1
 ATTEMPTS = 32          # draws tried per query before an empty answer is kept (the rule above)
 

@@ -176,7 +176,7 @@ class QueryType:
     parameters, so renderers handle a few shapes, not every type."""
 
     name: str
-    family: str                               # "devops" | "iot" | "flux" | "relational"
+    family: str                               # one of queries.FAMILIES (the families the catalog has)
     doc: str
     needs: dict                               # measurement -> fields it reads
     make: Callable[[np.random.Generator, "DatasetContext"], dict]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from tsbench.core.bounds import check_time
 from tsbench.core.errors import Fatal, LoadError, UserError
 from tsbench.core.model import Tables
+from tsbench.core.options import build, options_fields
 from tsbench.core.timeutil import format_time
 from tsbench.core.watch import Stalled, bounded, watchdog
 from tsbench.data.datafile import tables_of
@@ -29,6 +30,7 @@ from tsbench.load.run import CpuSpent, _count_settled
 from tsbench.stream.fresh import Freshness, check_probe
 from tsbench.stream.live import LiveTable
 from tsbench.stream.metrics import MetricsEndpoint
+from tsbench.stream.options import StreamCommand
 from tsbench.stream.mixed import Queries, RateClock, RatioClock
 from tsbench.stream.pace import Pacer
 from tsbench.stream.report import LineReport, check_url
@@ -43,29 +45,15 @@ class StreamError(UserError):
 
 
 @dataclass
+@options_fields(StreamCommand, rename={"stall_timeout": "stall_seconds"}, skip=("start", "time"))
 class StreamOptions(BackoffRule):
-    writers: int = 8
-    batch_size: int = 10_000
-    rate: float | None = None            # points (rows)/s of all writers together: open loop
-    delay: float = 0.0                   # seconds after each answer before a writer's next batch (closed loop)
-    duration: float | None = None        # seconds
-    points_per_series: int | None = None  # epochs per series
-    max_errors: int = 0                  # refused batches tolerated; one more stops the run
-    if_exists: str = "abort"
-    verify: bool = True
-    stall_seconds: float = 120.0
+    """A stream's options: StreamCommand's fields (stream/options.py), stall_timeout as
+    stall_seconds; queries and query_ratio as the run takes them (not the file's)."""
+
+    duration: float | None = None        # seconds (none: points_per_series ends the run)
     progress: bool = True
-    report_url: str | None = None        # the per-second figures pushed here as line protocol
-    metrics_port: int | None = None      # the per-second figures served here for Prometheus (0: a free port)
-    target_latency: float | None = None  # seconds: the closed loop's delay adapts to keep latency about here
     queries: list | None = None          # QuerySpecs run while writing (mixed.py)
-    query_rate: float = 1.0              # queries/s, open loop
     query_ratio: tuple[int, int] | None = None  # (write batches, queries): queries due by the writes instead
-    query_workers: int = 2
-    query_window: float = 300.0          # seconds: the freshest window a moved query covers at most
-    freshness: bool = False              # probe the time from a write's answer until a count sees it (fresh.py)
-    freshness_every: float = 1.0         # seconds between probes at least
-    cluster: str | None = None           # local:N or tcp://HOST:PORT: client slots on Dask (cluster/streaming.py)
 
     def check(self) -> None:
         if self.duration is None and self.points_per_series is None:
@@ -109,14 +97,10 @@ class StreamOptions(BackoffRule):
 
 
 def stream_options(decl, queries: list | None, progress: bool = True) -> StreamOptions:
-    """An experiment's stream section (experiment.StreamDecl) as options; the table is made anew."""
-    return StreamOptions(writers=decl.writers, batch_size=decl.batch_size, rate=decl.rate, delay=decl.delay,
-                         target_latency=decl.target_latency, duration=decl.duration,
-                         points_per_series=decl.points_per_series, max_errors=decl.max_errors, if_exists="drop",
-                         stall_seconds=decl.stall_timeout, progress=progress, queries=queries,
-                         query_rate=decl.query_rate, query_ratio=decl.ratio(), query_workers=decl.query_workers,
-                         query_window=decl.query_window, freshness=decl.freshness,
-                         freshness_every=decl.freshness_every, cluster=decl.cluster)
+    """An experiment's stream section (StreamSettings) as options; the table is made anew."""
+    settings = decl.model_dump(exclude={"start", "time", "queries", "query_ratio"})
+    return build(StreamOptions, settings, if_exists="drop", progress=progress, queries=queries,
+                 query_ratio=decl.ratio())
 
 
 @dataclass
@@ -181,17 +165,6 @@ def start_now(interval: str | None) -> str:
 
     step = parse_duration(interval, "--interval") if interval else 10 * 10**9
     return format_time(time.time_ns() // step * step)
-
-
-def spread_interval(time_span: str, points_per_series: int, what: str) -> str:
-    """inch's -time: the interval that spreads points_per_series points over the span (in ns)."""
-    from tsbench.core.timeutil import parse_duration
-
-    step = parse_duration(time_span, what) // points_per_series
-    if step < 1:
-        raise UserError(f"{what}: {time_span} is shorter than one nanosecond per point ({points_per_series} points "
-                        f"per series)")
-    return f"{step}ns"
 
 
 def epochs_of(ds: Dataset, opts: StreamOptions) -> int:

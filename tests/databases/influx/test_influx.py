@@ -289,7 +289,7 @@ def test_apt_version(tmp_path, datafiles):
         t = await opened(s.url, database="apt")
         try:
             assert (await t.version()).startswith("1.6")
-            await t.create(tables)
+            await t.create(tables, "abort")
             await load(t, df.path.read_bytes())
             assert await t.count(tables) == df.values
             await t.compact()

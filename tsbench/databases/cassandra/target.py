@@ -225,7 +225,7 @@ class CassandraTarget(Target):
                                   "AND table_name = %s", (self.ks, table))
         return {r[0]: r[1] for r in rows}
 
-    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+    async def create(self, tables: Tables, if_exists: str) -> None:
         check_fields(self.options.schema, tables)
         want = table_columns(self.options.schema, tables)
         await self.db.run(keyspace_ddl(self.ks, self.options.replication_factor))

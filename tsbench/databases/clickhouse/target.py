@@ -115,7 +115,7 @@ class ClickHouseTarget(ClickHouseQueries, Target):
                     self.engine.command(f"DROP TABLE {self._name(t.name)} SYNC")
             self.engine.command(self._ddl(t))
 
-    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+    async def create(self, tables: Tables, if_exists: str) -> None:
         await asyncio.to_thread(self._create, tables, if_exists)
         await self.attach(tables)
 

@@ -83,7 +83,7 @@ class DuckDBTarget(DuckDBQueries, Target):
         return {r[0] for r in self.con.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
 
-    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+    async def create(self, tables: Tables, if_exists: str) -> None:
         existing = self._existing()
         self._arrow = CsvToArrow(tables, "us", "duckdb")
         for t in tables:

@@ -204,7 +204,7 @@ class ElasticsearchTarget(Target):
             return None
         return int(json.loads((await self._ok("GET", f"/{index}/_count"))[1])["count"])
 
-    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+    async def create(self, tables: Tables, if_exists: str) -> None:
         self._bind(tables)
         counts = {t.name: await self._doc_count(t.name) for t in self._tables}
         if if_exists == "abort":

@@ -165,7 +165,7 @@ class InfluxTarget(Target):
         res = await self.influxql("SHOW DATABASES")
         return {row[0] for s in res[0].get("series", []) for row in s.get("values") or []}
 
-    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+    async def create(self, tables: Tables, if_exists: str) -> None:
         db = ident(self.db)
         if self.db in await self._databases():
             if if_exists == "drop":

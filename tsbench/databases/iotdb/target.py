@@ -194,7 +194,7 @@ class IotdbTarget(Target):
         await self._call(lambda s: s.execute_non_query_statement(sql))
 
     # ---- schema -------------------------------------------------------------------------
-    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+    async def create(self, tables: Tables, if_exists: str) -> None:
         dbs = await self._query(f"SHOW DATABASES {database_path(self.db)}")
         if not len(dbs):
             await self._statement(f"CREATE DATABASE {database_path(self.db)}")

@@ -186,7 +186,7 @@ class MongoTarget(Target):
         return f"{server} (client pymongo {pymongo.version})"
 
     # ---- create -------------------------------------------------------------------------
-    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+    async def create(self, tables: Tables, if_exists: str) -> None:
         self._bind(tables)
         existing = set(await self.db.list_collection_names())
         for t in tables:

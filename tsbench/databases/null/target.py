@@ -37,7 +37,7 @@ class NullTarget(Target):
     def accepts(cls, fmt: str) -> bool:
         return True
 
-    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+    async def create(self, tables: Tables, if_exists: str) -> None:
         self.rows = 0
 
     async def write(self, batch: Batch) -> None:
@@ -69,7 +69,7 @@ class NullHttpTarget(Target):
     async def close(self) -> None:
         await self.http.close()
 
-    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+    async def create(self, tables: Tables, if_exists: str) -> None:
         await self.http.post("/reset", b"")
 
     async def write(self, batch: Batch) -> None:

@@ -114,7 +114,7 @@ class OpenTsdbTarget(Target):
         return f"OpenTSDB {st.version if st is not None else self._version}"
 
     # ---- create -------------------------------------------------------------------------
-    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+    async def create(self, tables: Tables, if_exists: str) -> None:
         self._bind(tables)
         if if_exists == "reuse":
             return

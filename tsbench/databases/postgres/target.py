@@ -295,7 +295,7 @@ class PostgresTarget(PostgresQueries, Target):
     async def _has_rows(self, table: str) -> bool:
         return (await self._q1(f"SELECT EXISTS (SELECT 1 FROM {q(self.schema)}.{q(table)})"))[0]
 
-    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+    async def create(self, tables: Tables, if_exists: str) -> None:
         plans = self._plans_for(tables)
         entity = plans[0].entity if plans else ()
         if entity and TAGS in {p.name for p in plans}:

@@ -146,7 +146,7 @@ class QuestDbTarget(Target):
     async def _columns(self, table: str) -> list[tuple[str, str]]:
         return [(r[0], r[1]) for r in await self._rows(f"SELECT \"column\", type FROM table_columns({lit(table)})")]
 
-    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+    async def create(self, tables: Tables, if_exists: str) -> None:
         wanted = {t.name: columns(t) for t in tables}          # names checked before anything changes
         await self.flush()                                    # rows still in a WAL count as data
         existing = await self._existing()

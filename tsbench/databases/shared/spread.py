@@ -94,7 +94,7 @@ class Spread:
         while self.opened:
             await self.opened.pop().close()
 
-    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+    async def create(self, tables: Tables, if_exists: str) -> None:
         await self._each("create", tables, if_exists)
         self._bind(tables)
 

@@ -6,7 +6,7 @@ runs are derived), so a test can list every database's capabilities without a
 server. The loader drives it:
 
     t = Cls(url, options); await t.open()
-    await t.create(tables, if_exists)        # abort (default) | reuse | drop
+    await t.create(tables, if_exists)        # abort | reuse | drop (the phase's if_exists)
     (await t.attach(tables): in each extra load process instead of create)
     await t.write(batch)                     # many, concurrently, from N workers
     await t.flush(); await t.count(tables)   # verify
@@ -124,7 +124,7 @@ class Target:
     async def close(self) -> None:
         pass
 
-    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+    async def create(self, tables: Tables, if_exists: str) -> None:
         raise NotImplementedError
 
     async def attach(self, tables: Tables) -> None:

@@ -104,7 +104,7 @@ class VictoriaMetricsTarget(Target):
             raise Fatal(f"{self.what}: GET /api/v1/series: HTTP {status}: {text.strip()[:500]}")
         return bool(json.loads(text).get("data"))
 
-    async def create(self, tables: Tables, if_exists: str = "abort") -> None:
+    async def create(self, tables: Tables, if_exists: str) -> None:
         await self.flush()
         if if_exists == "reuse" or not await self._has_series():
             return
