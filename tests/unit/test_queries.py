@@ -15,6 +15,7 @@ from tsbench import queries
 from tsbench.core.errors import UserError
 from tsbench.data.datafile import open_datafile
 from tsbench.execute.run import ExecOptions, execute
+from tsbench.execute.timer import timed_query
 from tsbench.load.connect import connect
 from tsbench.load.run import LoadOptions, load
 from tsbench.queries.base import SqlSpelling
@@ -275,9 +276,9 @@ def test_postgres_connection_setup_is_timed_apart(pg, devops, specs):
         async with connect("postgres", pg.url, {"database": "q_conn"}) as c:
             await c.target.attach(devops.tables())
             native = c.target.render(specs[0])
-            cold = await c.target.query(native)            # no connection ready: one is opened, timed apart
+            cold = await timed_query(c.target, native)            # no connection ready: one is opened, timed apart
             await c.target.prepare(2)
-            warm = [await c.target.query(native) for _ in range(2)]
+            warm = [await timed_query(c.target, native) for _ in range(2)]
             return cold, warm
     cold, warm = asyncio.run(go())
     assert cold.connect_s is not None and cold.connect_s > 0 and cold.seconds > 0

@@ -12,7 +12,8 @@ The timed pass only sends, receives and records: each execution's raw answer is
 kept (within ExecOptions.keep_bytes; past it the workers pause, untimed, while
 the kept answers are checked) and turned into canonical rows, digested and
 compared with the reference engine's answer after the pass (validate), so no
-client work but the target's own (client_s) falls inside a latency. Every
+client work but the target's own finish() (client_s) falls inside a latency, which
+one timer measures (execute/timer.py). Every
 execution gets its own verdict; each distinct answer is compared once."""
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from tsbench.core.watch import watchdog
 from tsbench.databases.shared.target import Target
 from tsbench.execute import responses
 from tsbench.execute.options import ExecuteCommand
+from tsbench.execute.timer import timed_query
 from tsbench.queries.base import Answer, QuerySpec, RowSet
 from tsbench.queries.compare import compare, tolerance
 
@@ -357,7 +359,7 @@ class Execution:
         queued = 0.0 if sched is None else start - sched
         try:
             async with asyncio.timeout(self.opts.query_timeout):
-                ans = await self.target.query(self.natives[s.id])
+                ans = await timed_query(self.target, self.natives[s.id])
             self.answered += 1
             rec.update(ttfb=ans.ttfb, bytes=ans.nbytes, client_s=ans.client_s, connect_s=ans.connect_s,
                        latency=queued + ans.seconds)

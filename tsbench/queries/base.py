@@ -61,24 +61,30 @@ class Answer:
     """One execution's result as the timed pass records it (phase 4): what the wire
     showed, the database's own response, and the canonical rows only where the
     target had to compute them on the client to give the answer asked for. The
-    executor turns `raw` into canonical rows after the timed pass (Target.canonical)."""
+    target's query() fills in what it got (raw, nbytes, and the transport's ttfb and
+    connect_s); the executor's timer (execute/timer.py) alone fills in seconds and
+    client_s. The executor turns `raw` into canonical rows after the timed pass
+    (Target.canonical)."""
 
     raw: Any = None              # the response: body bytes (HTTP), a RowSet, or what the driver gave
     nbytes: int | None = None    # response bytes on the wire (None: not measurable, e.g. in-process)
-    ttfb: float | None = None    # seconds to the first byte of the response body (None: not measurable)
-    seconds: float = 0.0         # the latency: from sending the query to the answer's last byte, plus
-    #                              client_s; connection set-up excluded (connect_s)
+    ttfb: float | None = None    # seconds from sending to the first byte of the response body, as the
+    #                              transport (databases/shared/) saw it (None: not measurable)
+    seconds: float = 0.0         # the latency (set by the executor's timer): from calling query() to the
+    #                              answer's last byte, plus client_s; connection set-up excluded (connect_s)
     rows: list[tuple] | None = None   # canonical rows, set only when the client computed the answer
-    client_s: float | None = None     # seconds of client work to produce the answer (inside `seconds`)
-    connect_s: float | None = None    # seconds spent opening a connection for this query (not in `seconds`)
+    client_s: float | None = None     # seconds of Target.finish(), the client work after the last byte
+    #                                   (inside `seconds`; set by the executor's timer)
+    connect_s: float | None = None    # seconds the transport spent opening a connection for this query
+    #                                   (not in `seconds`)
+    partial: Any = None          # what query() decoded on the way (pages read to ask for the next), for finish()
 
     def add_response(self, t) -> None:
-        """One more timed response of a query sent as several requests (t: an HTTP
-        client's Timed: body, seconds, ttfb, connect_s): its body kept, its bytes and
-        seconds added; the first response's ttfb stands."""
+        """One more response of a query sent as several requests (t: an HTTP client's
+        Timed: body, ttfb, connect_s): its body kept and its bytes added; the first
+        response's ttfb stands."""
         self.raw.append(t.body)
         self.nbytes += len(t.body)
-        self.seconds += t.seconds
         self.ttfb = t.ttfb if self.ttfb is None else self.ttfb
         if t.connect_s is not None:
             self.connect_s = (self.connect_s or 0.0) + t.connect_s

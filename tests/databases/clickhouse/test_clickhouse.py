@@ -26,6 +26,7 @@ from tsbench.data.generate import generate
 from tsbench.databases.clickhouse.dialect import decode
 from tsbench.databases.clickhouse.engines import refusal
 from tsbench.databases.clickhouse.target import CODECS, ClickHouseTarget
+from tsbench.execute.timer import timed_query
 
 from conftest import load_into, run_cli
 
@@ -149,7 +150,7 @@ def test_query_time_is_measured_in_process_without_wire_bytes(iot, tmp_path):
         await t.open()
         try:
             t0 = time.perf_counter()
-            a = await t.query("SELECT toUnixTimestamp64Nano(max(time)), count() FROM tsbench.readings")
+            a = await timed_query(t, "SELECT toUnixTimestamp64Nano(max(time)), count() FROM tsbench.readings")
             return a, time.perf_counter() - t0, t.canonical(None, a)
         finally:
             await t.close()

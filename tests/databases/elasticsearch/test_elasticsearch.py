@@ -21,6 +21,7 @@ from tsbench.core.model import Batch, Column, Table, Tables
 from tsbench.data.datafile import open_datafile
 from tsbench.data.dataset import DatasetSpec, resolve
 from tsbench.data.generate import generate
+from tsbench.execute.timer import timed_query
 from tsbench.queries.compare import compare, tolerance
 
 from conftest import load_into, local_server, run_cli
@@ -213,7 +214,7 @@ async def _client_answers(url: str, df, client: str) -> tuple[str, list[str]]:
         await t.prepare(2)
         for spec in specs:
             native = t.render(spec)
-            ans = await t.query(native)
+            ans = await timed_query(t, native)
             assert (ans.ttfb is None) == (client == "library") and ans.seconds > 0
             m = compare(spec.params, ref.expected(spec), t.answer_rows(native, ans), tolerance(spec, 0.0, ref))
             if m is not None:

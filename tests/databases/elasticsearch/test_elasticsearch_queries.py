@@ -17,6 +17,7 @@ import pytest
 from tsbench.core.errors import Fatal, Unsupported
 from tsbench.databases.elasticsearch import dialect as dsl
 from tsbench.databases.elasticsearch.dialect import EsDsl, EsQuery, hit_ns, interval, rfc3339
+from tsbench.execute.timer import timed_query
 from tsbench.queries.base import HOUR, MINUTE, QuerySpec
 from tsbench.queries.catalog import CATALOG
 from tsbench.queries.compare import compare, tolerance
@@ -280,7 +281,7 @@ def test_small_pages_give_the_reference_answer(opensearch_with_data, monkeypatch
         try:
             for spec in specs:
                 native = t.render(spec)
-                ans = await t.query(native)
+                ans = await timed_query(t, native)
                 pages += len(ans.raw) - 1
                 m = compare(spec.params, ref.expected(spec), t.answer_rows(native, ans), tolerance(spec, 0.0, ref))
                 if m is not None:

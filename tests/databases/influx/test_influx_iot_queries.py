@@ -20,6 +20,7 @@ from tsbench.databases.influx.dialects.flux import Flux
 from tsbench.databases.influx.dialects.influxql import InfluxQL
 from tsbench.databases.influx.dialects.iot import IOT
 from tsbench.databases.influx.target import InfluxTarget
+from tsbench.execute.timer import timed_query
 from tsbench.queries.base import QuerySpec
 from tsbench.queries.compare import compare, tolerance
 from tsbench.queries.iot import IOT_TYPES
@@ -76,7 +77,7 @@ async def _run_all(url, specs, ref, cls=InfluxTarget):
     try:
         for spec in specs:
             native = t.render(spec)
-            ans = await t.query(native)
+            ans = await timed_query(t, native)
             exp = ref.expected(spec)
             mm = compare(spec.params, exp, t.answer_rows(native, ans), tolerance(spec, 0.0, ref))
             if mm is not None:

@@ -20,6 +20,7 @@ from tsbench.databases.influx.dialects.flux import Flux
 from tsbench.databases.influx.dialects.influxql import InfluxQL
 from tsbench.databases.influx.dialects.literals import parse_rfc3339
 from tsbench.databases.influx.target import InfluxQuery, InfluxTarget
+from tsbench.execute.timer import timed_query
 from tsbench.queries import generate, query_type
 from tsbench.queries.base import QuerySpec
 from tsbench.queries.compare import compare, tolerance
@@ -75,7 +76,7 @@ async def _run_all(url: str, db: str, lang: str, specs, ref: Reference, cls=Infl
         for spec in specs:
             native = t.render(spec)
             assert isinstance(native, InfluxQuery) and native.language == lang and native.params is spec.params
-            ans = await t.query(native)
+            ans = await timed_query(t, native)
             assert ans.nbytes > 0 and 0 <= ans.ttfb <= ans.seconds and ans.raw
             exp = ref.expected(spec)
             mm = compare(spec.params, exp, t.answer_rows(native, ans), tolerance(spec, 0.0, ref))
@@ -240,7 +241,7 @@ def test_custom_shape_hook(server, devops):
             try:
                 native = t.render(QuerySpec(0, "test-hosts", {"shape": "custom", "type": "test-hosts",
                                                               "start": ds.start_ns, "end": ds.end_ns}))
-                return t.answer_rows(native, await t.query(native))
+                return t.answer_rows(native, await timed_query(t, native))
             finally:
                 await t.close()
 
@@ -264,7 +265,7 @@ def test_server_errors_are_fatal_with_its_words(server, devops, lang, text, word
         try:
             with pytest.raises(Fatal) as e:
                 native = InfluxQuery(lang, text, "max-cpu-1", {"shape": "aggregate"})
-                t.answer_rows(native, await t.query(native))     # a statement's error comes in a 200 answer
+                t.answer_rows(native, await timed_query(t, native))     # a statement's error comes in a 200 answer
             return str(e.value)
         finally:
             await t.close()

@@ -19,6 +19,7 @@ from tsbench.core.errors import Fatal, Unsupported, UserError
 from tsbench.core.model import Batch, Column, Table, Tables
 from tsbench.databases.iotdb import paths
 from tsbench.databases.iotdb.target import IotdbTarget, device_keys, device_runs, device_tablets
+from tsbench.execute.timer import timed_query
 from tsbench.queries.base import QuerySpec
 
 from conftest import local_server
@@ -167,7 +168,7 @@ def test_odd_tag_values_and_null_tags_are_kept_apart_and_read_back(server):
                            ("lastpoint", {"shape": "last", "measurement": "sensor", "fields": ["v", "n"],
                                           "types": ["float", "int"], "group_by": ["site", "kind"]})):
                 q = t.render(QuerySpec(0, typ, p))
-                got[typ] = t.answer_rows(q, await t.query(q))
+                got[typ] = t.answer_rows(q, await timed_query(t, q))
             return n, got
         finally:
             await t.close()

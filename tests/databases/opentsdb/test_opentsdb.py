@@ -29,6 +29,7 @@ from tsbench.data.dataset import DatasetSpec, resolve
 from tsbench.data.generate import generate
 from tsbench.databases.opentsdb.points import point_ops
 from tsbench.databases.opentsdb.target import OpenTsdbTarget
+from tsbench.execute.timer import timed_query
 from tsbench.experiments import session
 
 from conftest import load_into, local_server, run_cli
@@ -139,7 +140,7 @@ def test_a_window_cut_inside_its_buckets_equals_the_reference(server, devops, lo
              "end": t0 + 5 * MINUTE + 35 * 10**9, "bucket": MINUTE, "group_by": ["hostname"]}
         q = OpenTsdbTarget(server.url).dialect().aggregate(p)
         assert len(q.requests) == 3
-        answer = _with_target(server.url, lambda t: t.query(q))
+        answer = _with_target(server.url, lambda t: timed_query(t, q))
         spec = QuerySpec(1, "cut-window", p)
         expected = ref.expected(spec)
         assert len(expected) == 6 * 3 and compare(p, expected, answer.rows, tolerance(spec, 0.0, ref)) is None, agg

@@ -19,6 +19,7 @@ from tsbench.core.errors import Fatal, Unsupported
 from tsbench.data.datafile import open_datafile
 from tsbench.databases.victoriametrics.dialect import MetricsQL, VMQuery, VMRequest
 from tsbench.databases.victoriametrics.target import VictoriaMetricsTarget
+from tsbench.execute.timer import timed_query
 from tsbench.load.run import LoadOptions, load
 from tsbench.queries import generate
 from tsbench.queries.base import HOUR, MINUTE, QuerySpec
@@ -96,7 +97,7 @@ def check(vm, ref, specs, cls=VictoriaMetricsTarget) -> list[str]:
         try:
             for spec in specs:
                 native = t.render(spec)
-                ans = await t.query(native)
+                ans = await timed_query(t, native)
                 exp = ref.expected(spec)
                 assert ans.nbytes > 0 or not native.requests
                 assert ans.seconds >= 0 and (ans.ttfb is None or ans.ttfb <= ans.seconds)
@@ -269,7 +270,7 @@ def test_server_errors_are_fatal_with_the_servers_words(vm):
         t = await _open(vm)
         try:
             with pytest.raises(Fatal) as e:
-                await t.query(bad)
+                await timed_query(t, bad)
             return str(e.value)
         finally:
             await t.close()

@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import time
 import warnings
 from typing import Literal
 from urllib.parse import urlsplit
@@ -437,14 +436,13 @@ class CassandraTarget(Target):
 
     async def query(self, plan) -> Answer:
         """Every statement of the plan at once (QUERY_CONCURRENCY in flight), each read to
-        its last page, then plan.finish() on the rows: client work, timed as client_s."""
-        t0 = time.perf_counter()
+        its last page."""
         bound = [(await self._statement(cql)).bind(params) for cql, params in plan.statements]
-        results = await self.db.read_all(bound, QUERY_CONCURRENCY)
-        t1 = time.perf_counter()
-        rows = plan.finish(results)
-        client = time.perf_counter() - t1
-        return Answer(results, None, None, t1 - t0 + client, rows=rows, client_s=client)
+        return Answer(await self.db.read_all(bound, QUERY_CONCURRENCY), None, None)
+
+    def finish(self, plan, answer: Answer) -> list[tuple]:
+        """plan.finish() on the statements' rows: client work (client_s)."""
+        return plan.finish(answer.raw)
 
     def answer_lines(self, plan, answer, max_rows: int) -> list[str]:
         """Each statement's rows as the server sent them, under the statement and its

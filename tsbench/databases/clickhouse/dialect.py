@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 
 import pyarrow as pa
 
@@ -86,13 +85,11 @@ class ClickHouseQueries:
         await asyncio.to_thread(self.engine.reserve, workers)
 
     async def query(self, native: str) -> Answer:
-        """Run a query in a worker thread, timed to the answer's last byte. In-process
-        (chdb) no wire: bytes not measured; over HTTP the answer's bytes; the time to the
-        first byte is not seen (the driver hands the body over whole)."""
-        t0 = time.perf_counter()
+        """Run a query in a worker thread, to the answer's last byte. In-process (chdb) no
+        wire: bytes not measured; over HTTP the answer's bytes; the time to the first byte
+        is not seen (the driver hands the body over whole)."""
         raw = await asyncio.to_thread(self.engine.arrow, native)       # Fatal/Retryable in the server's words
-        seconds = time.perf_counter() - t0
-        return Answer(raw, None if self.in_process else len(raw), None, seconds)
+        return Answer(raw, None if self.in_process else len(raw), None)
 
     def canonical(self, native: str, answer: Answer) -> list[tuple]:
         try:

@@ -6,7 +6,6 @@ as the driver returns them."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import duckdb
 
@@ -28,17 +27,15 @@ class DuckDBQueries:
             self._qfree.append(cur)
 
     async def query(self, native: str) -> Answer:
-        """Run a query on a free cursor in a worker thread, timed to the rows fetched;
+        """Run a query on a free cursor in a worker thread, to the rows fetched;
         in-process, so no wire: bytes and the first byte are not measured (None)."""
         cur = self._qfree.pop() if self._qfree else None
         if cur is None:
             await self.prepare(len(self._qcursors) + 1)
             cur = self._qfree.pop()
-        t0 = time.perf_counter()
         running = asyncio.ensure_future(asyncio.to_thread(lambda: cur.execute(native).fetchall()))
         try:
             rows = await asyncio.shield(running)
-            seconds = time.perf_counter() - t0
             names = [d[0] for d in cur.description or ()]
         except asyncio.CancelledError:           # Ctrl-C, a timeout: the query stops before its cursor is free
             cur.interrupt()
@@ -51,4 +48,4 @@ class DuckDBQueries:
         finally:
             if running.done():
                 self._qfree.append(cur)
-        return Answer(RowSet(names, rows), None, None, seconds)
+        return Answer(RowSet(names, rows), None, None)

@@ -17,15 +17,14 @@ The calls load.py makes of its HttpClient (post, timed_post, warm) are here too,
 the same errors: push-back (429, 502-504, es_rejected_execution_exception) and a
 lost connection during a bulk are Retryable, other refusals Fatal with the server's
 words; a library refusing the server is a one-line UserError naming the fix.
-timed_post() times send -> body read by the library: no time to first byte (None),
-and a connection the library opens on the way is inside the time (prepare() warms
-the pool first)."""
+timed_post() reads no clock (the executor times send -> body read by the library):
+no time to first byte (None), and a connection the library opens on the way is inside
+the latency (prepare() warms the pool first)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
 import warnings
 
 from tsbench.core.errors import Fatal, Retryable, UserError
@@ -90,10 +89,10 @@ class LibraryClient:
         return batch_answer(self.what, status, body, self.pushback_words)
 
     async def timed_post(self, path: str, data, headers: dict | None = None) -> Timed:
-        """POST a query, timed from the call to the library's answer (ttfb None: not seen)."""
-        t0 = time.perf_counter()
+        """POST a query (HttpClient.timed_post's contract): the library's answer; the executor
+        times it (no transport event seen: ttfb and connect_s None, seconds None)."""
         status, body = await self.request("POST", path, data, headers or {})
-        return Timed(status, body, None, time.perf_counter() - t0, None)
+        return Timed(status, body, None, None, None)
 
     async def warm(self, n: int, path: str) -> None:
         """Open n pooled connections (n concurrent GETs), before timing."""

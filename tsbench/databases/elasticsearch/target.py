@@ -393,29 +393,34 @@ class ElasticsearchTarget(Target):
         return None
 
     async def query(self, native_q: EsQuery) -> Answer:
-        """The requests in order, each timed from send to last byte (client=library: to the
-        library's answer, ttfb None). With native_q.client
-        the answers are parsed inside the timed region, the next page's request asked of
-        native_q.next() after the last, and the rows read (client_s: that work)."""
-        ans = Answer([], 0, None, 0.0)
-        docs: list[dict] = []
+        """The requests in order, each read to its last byte (client=library: to the
+        library's answer, ttfb None). A paged answer (native_q.client with a pager) is
+        parsed on the way (partial), the next page's request asked of native_q.next()
+        after the last."""
+        ans = Answer([], 0, None)
+        paged = native_q.client and native_q.pager is not None
+        ans.partial = [] if paged else None
         todo = list(native_q.requests)
-        t0 = time.perf_counter()
         while todo:
             path, body = todo.pop(0)
             t = await self._wire.timed_post(path, body, headers=JSON)
             if t.status >= 300:
                 raise Fatal(f"{self.what}: {path}: HTTP {t.status}: {_reason(t.body)}")
             ans.add_response(t)
-            if native_q.client:
-                docs.append(_search_doc(self.what, path, t.body))
-                if not todo and (nxt := native_q.next(docs)) is not None:
+            if paged:
+                ans.partial.append(_search_doc(self.what, path, t.body))
+                if not todo and (nxt := native_q.next(ans.partial)) is not None:
                     todo.append(nxt)
-        if native_q.client:
-            ans.rows = native_q.read(docs)
-            ans.client_s = time.perf_counter() - t0 - (ans.connect_s or 0.0) - ans.seconds
-            ans.seconds += ans.client_s
         return ans
+
+    def finish(self, native_q: EsQuery, answer: Answer) -> list[tuple] | None:
+        """native_q.client: the rows read from the parsed responses (client_s)."""
+        if not native_q.client:
+            return None
+        docs = answer.partial
+        if docs is None:
+            docs = [_search_doc(self.what, path, body) for (path, _), body in zip(native_q.requests, answer.raw)]
+        return native_q.read(docs)
 
     def canonical(self, native_q: EsQuery, answer: Answer) -> list[tuple]:
         docs = [_search_doc(self.what, path, body) for (path, _), body in zip(native_q.requests, answer.raw)]

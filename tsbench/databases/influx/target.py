@@ -292,11 +292,10 @@ class InfluxTarget(Target):
         await self.http.warm(workers, "/ping")
 
     async def query(self, native: InfluxQuery) -> Answer:
-        """Run a rendered query: time to the first and the last byte of the response body
-        (InfluxDB sends the headers before the query runs, so they are not the first
-        byte that counts) and its size (uncompressed on the wire: Accept-Encoding
-        identity). Where the client computes the answer (native.client), that work is
-        timed too. InfluxDB's refusals are Fatal with its words."""
+        """Run a rendered query: the response body read to its last byte, the transport's
+        time to its first byte (InfluxDB sends the headers before the query runs, so they
+        are not the first byte that counts) and its size (uncompressed on the wire:
+        Accept-Encoding identity). InfluxDB's refusals are Fatal with its words."""
         if self.http is None:
             raise Fatal(f"{self.what}: query() before open()")
         lang = native.language
@@ -304,13 +303,11 @@ class InfluxTarget(Target):
                                        headers=self._query_headers[lang])
         if t.status >= 300:
             raise self._refused(lang, t.status, t.body.decode("utf-8", "replace"))
-        ans = Answer(t.body, len(t.body), t.ttfb, t.seconds, connect_s=t.connect_s)
-        if native.client:
-            c0 = time.perf_counter()
-            ans.rows = self.canonical(native, ans)
-            ans.client_s = time.perf_counter() - c0
-            ans.seconds += ans.client_s
-        return ans
+        return Answer(t.body, len(t.body), t.ttfb, connect_s=t.connect_s)
+
+    def finish(self, native: InfluxQuery, answer: Answer) -> list[tuple] | None:
+        """Where the client computes the answer (native.client): its rows (client_s)."""
+        return self.canonical(native, answer) if native.client else None
 
     def canonical(self, native: InfluxQuery, answer: Answer) -> list[tuple]:
         """The canonical rows of a /query answer (the dialect's parser)."""

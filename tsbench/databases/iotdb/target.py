@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-import time
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
@@ -50,7 +49,7 @@ from tsbench.core import bounds
 from tsbench.core.errors import Fatal, Retryable, UserError
 from tsbench.core.model import STAT_KINDS, Batch, Table, Tables, TableStats
 from tsbench.databases.iotdb import stats
-from tsbench.databases.iotdb.dialects.tree import IotdbQuery, IotdbTree, canonical, timed_rows
+from tsbench.databases.iotdb.dialects.tree import IotdbQuery, IotdbTree, canonical
 from tsbench.databases.iotdb.paths import database_path, device_path, measurement_path, node, quiet_client_logs
 from tsbench.databases.shared import blocking, printable
 from tsbench.databases.shared.arrow_csv import ARROW_TYPES, CsvToArrow
@@ -272,17 +271,17 @@ class IotdbTarget(Target):
             self._free.append(s)
 
     async def query(self, q: IotdbQuery) -> Answer:
-        """The SQL, timed from sending it to the driver's whole answer (a DataFrame); the
-        last shape's rows computed from it inside the latency (client_s)."""
+        """The SQL, sent and read to the driver's whole answer (a DataFrame)."""
         if q.sql is None:
-            return Answer(None, None, None, 0.0, rows=[] if q.client else None, client_s=0.0 if q.client else None)
-        t0 = time.perf_counter()
-        df = await self._query(q.sql)
-        ans = Answer(df, None, None, time.perf_counter() - t0)
-        if q.client:
-            ans.rows, ans.client_s = timed_rows(q, df)
-            ans.seconds += ans.client_s
-        return ans
+            return Answer(None, None, None)
+        return Answer(await self._query(q.sql), None, None)
+
+    def finish(self, q: IotdbQuery, answer) -> list[tuple] | None:
+        """The last shape's rows computed from the DataFrame (client_s); none without a
+        statement (the query matches no time series)."""
+        if not q.client:
+            return None
+        return canonical(q, answer.raw) if answer.raw is not None else []
 
     def canonical(self, q: IotdbQuery, answer) -> list[tuple]:
         return canonical(q, answer.raw)

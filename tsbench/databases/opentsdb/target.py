@@ -42,7 +42,7 @@ from tsbench.core.model import STAT_KINDS, Batch, Table, Tables, TableStats
 from tsbench.data import native
 from tsbench.data.batches import csv_layout
 from tsbench.databases.opentsdb import stats
-from tsbench.databases.opentsdb.dialect import AnswerRows, TsdbApi, TsdbQuery, TsdbRequest
+from tsbench.databases.opentsdb.dialect import AnswerRows, TsdbApi, TsdbQuery
 from tsbench.databases.opentsdb.points import metric, point_ops
 from tsbench.databases.shared.http import HttpClient
 from tsbench.databases.shared.server import allocated_bytes, local_state
@@ -186,7 +186,8 @@ class OpenTsdbTarget(Target):
     # ---- verify -------------------------------------------------------------------------
     async def _query_json(self, body: dict) -> list:
         status, answer = await self.http.request("POST", "/api/query", json.dumps(body).encode(), JSON)
-        return _series(self.what, status, answer)
+        _check(self.what, status, answer)
+        return _series(status, answer)
 
     async def _points(self, t, lo_ms: int, hi_ms: int) -> int:
         """The points of measurement t's metrics in [lo_ms, hi_ms)."""
@@ -239,36 +240,37 @@ class OpenTsdbTarget(Target):
     async def prepare(self, workers: int) -> None:
         await self.http.warm(workers, "/api/version")
 
-    async def _timed(self, req: TsdbRequest):
-        """POST one request, timed; its series."""
-        t = await self.http.timed_post("/api/query", json.dumps(req.body).encode(), JSON)
-        return t, _series(self.what, t.status, t.body)
-
     async def query(self, native_q: TsdbQuery) -> Answer:
-        """The requests in turn, each timed to its last byte, and their series merged into
-        rows: the merge and the JSON decoding are client work (client_s) inside the latency."""
-        ans = Answer([], 0, None, 0.0, rows=[], client_s=0.0)
-        acc = AnswerRows(native_q)
-        t0 = time.perf_counter()
+        """The requests in turn, each read to its last byte; an error status is Fatal with
+        the server's words, except "No such name" (no series): the statuses kept for finish()."""
+        ans = Answer([], 0, None, partial=[])
         for req in native_q.requests:
-            t, series = await self._timed(req)
+            t = await self.http.timed_post("/api/query", json.dumps(req.body).encode(), JSON)
+            _check(self.what, t.status, t.body)
             ans.add_response(t)
-            acc.add(req, series)
-        ans.rows = acc.rows()
-        ans.client_s = time.perf_counter() - t0 - (ans.connect_s or 0.0) - ans.seconds
-        ans.seconds += ans.client_s
+            ans.partial.append(t.status)
         return ans
 
+    def finish(self, native_q: TsdbQuery, answer: Answer) -> list[tuple]:
+        """The requests' series decoded and merged into rows: client work (client_s)."""
+        acc = AnswerRows(native_q)
+        for req, status, body in zip(native_q.requests, answer.partial, answer.raw):
+            acc.add(req, _series(status, body))
+        return acc.rows()
 
-def _series(what: str, status: int, body: bytes) -> list:
-    """The series of an /api/query answer: none for a metric or tag value never written
-    (OpenTSDB's 400 "No such name for ..."); another error status is Fatal with its words."""
-    text = body.decode("utf-8", "replace")
-    if status == 400 and "No such name for" in text:
-        return []
+
+def _check(what: str, status: int, body: bytes) -> None:
+    """Fatal with the server's words for an error status, except OpenTSDB's 400 "No such
+    name for ..." (a metric or tag value never written: no series)."""
     if status >= 300:
-        raise Fatal(f"{what}: /api/query: HTTP {status}: {_error_words(text)}")
-    return json.loads(text)
+        text = body.decode("utf-8", "replace")
+        if not (status == 400 and "No such name for" in text):
+            raise Fatal(f"{what}: /api/query: HTTP {status}: {_error_words(text)}")
+
+
+def _series(status: int, body: bytes) -> list:
+    """The series of an /api/query answer that _check let through: none for "No such name"."""
+    return [] if status >= 300 else json.loads(body.decode("utf-8", "replace"))
 
 
 def _count_body(t, lo_ms: int, hi_ms: int) -> dict:

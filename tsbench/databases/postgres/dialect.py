@@ -5,12 +5,11 @@ a pool of autocommit connections, one per query in flight."""
 
 from __future__ import annotations
 
-import time
-
 import psycopg
 
 from tsbench.core.errors import Fatal
 from tsbench.databases.postgres import timescale
+from tsbench.databases.shared.connecting import timed_connect
 from tsbench.queries.base import Answer, RowSet, SqlSpelling, q
 from tsbench.queries.sql import Sql
 
@@ -74,22 +73,18 @@ class PostgresQueries:
         return conn
 
     async def query(self, native: str) -> Answer:
-        """Run a query on a free connection (one opened here is timed apart, connect_s),
-        timed to the last row received. The time to the first byte is not measured
-        (None): libpq hands over a result whole, and single-row mode would add
-        per-row client work to the latency."""
+        """Run a query on a free connection (one opened here is timed apart by the shared
+        transport, connect_s), to the last row received. The time to the first byte is
+        not measured (None): libpq hands over a result whole, and single-row mode would
+        add per-row client work to the latency."""
         connect_s = None
         if self._qfree:
             conn = self._qfree.pop()
         else:
-            c0 = time.perf_counter()
-            conn = await self._query_conn()
-            connect_s = time.perf_counter() - c0
-        t0 = time.perf_counter()
+            conn, connect_s = await timed_connect(self._query_conn())
         try:
             cur = await conn.execute(native)
             rows = await cur.fetchall()
-            seconds = time.perf_counter() - t0
             names = [c.name for c in cur.description or ()]
         except psycopg.Error as exc:
             raise Fatal(f"postgres: {one_line(exc)}") from None
@@ -97,4 +92,4 @@ class PostgresQueries:
             if not conn.closed:
                 self._qfree.append(conn)
         # libpq does not say how many bytes a result took on the wire: bytes not measured (None)
-        return Answer(RowSet(names, rows), None, None, seconds, connect_s=connect_s)
+        return Answer(RowSet(names, rows), None, None, connect_s=connect_s)

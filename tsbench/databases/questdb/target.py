@@ -312,7 +312,7 @@ class QuestDbTarget(Target):
             except (ValueError, AttributeError):
                 words = None
             raise Fatal(f"{self.what}: HTTP {t.status}: {one_line(str(words or t.body.decode('utf-8', 'replace')))}")
-        return Answer(t.body, len(t.body), t.ttfb, t.seconds, connect_s=t.connect_s)
+        return Answer(t.body, len(t.body), t.ttfb, connect_s=t.connect_s)
 
     def canonical(self, native: str, answer) -> list[tuple]:
         try:

@@ -100,13 +100,15 @@ class Gzip:
 
 @dataclass
 class Timed:
-    """One timed request: status, body, seconds to the body's first and last byte
-    (connection set-up excluded) and the seconds spent opening a connection (None: reused)."""
+    """One request as the transport saw it: status, body, seconds to the body's first and
+    last byte (connection set-up excluded) and the seconds spent opening a connection
+    (None: reused). A query's latency is not this: the executor's timer measures it
+    (execute/timer.py), and takes ttfb and connect_s from here."""
 
     status: int
     body: bytes
     ttfb: float | None         # None: not seen (a client library answering whole)
-    seconds: float
+    seconds: float | None      # None: not seen (a client library)
     connect_s: float | None
 
 

@@ -174,6 +174,9 @@ class Spread:
     async def query(self, native):
         return await self.members[0].query(native)
 
+    def finish(self, native, answer) -> list[tuple] | None:
+        return self.members[0].finish(native, answer)
+
     def canonical(self, native, answer) -> list[tuple]:
         return self.members[0].canonical(native, answer)
 

@@ -14,7 +14,14 @@ server. The loader drives it:
     await t.close()
 
 write() raises Retryable when the server pushes back (the loader backs off
-and retries the same batch) and Fatal with the server's own words otherwise."""
+and retries the same batch) and Fatal with the server's own words otherwise.
+
+The executor runs a query (phase 4) as `ans = await t.query(native)` then
+`t.finish(native, ans)`, and times both itself (execute/timer.py): a latency is
+send -> last byte plus finish(), the client work the user waits for (client_s).
+No target reads a clock on that path; the shared transport (http_pool, connecting)
+reports only the durations of its own events: the time to the first byte (ttfb)
+and the connection set-up (connect_s, excluded from the latency)."""
 
 from __future__ import annotations
 
@@ -183,11 +190,20 @@ class Target:
         `workers` concurrent queries use, so that no latency includes connection set-up."""
 
     async def query(self, native: Any):
-        """Run a rendered query, timed from sending it to the response's last byte (plus any
-        client work the answer needs, in client_s); return an Answer (queries/base.py)
-        holding the raw response. Raise Fatal with the server's words. Nothing here may
-        do work the user does not wait for: canonical() does that after the timed pass."""
+        """Send a rendered query and read the response to its last byte; return an Answer
+        (queries/base.py) holding the raw response, and what the transport reported (ttfb,
+        connect_s). Raise Fatal with the server's words. The executor's timer
+        (execute/timer.py) times this call and finish(): no target reads a clock here.
+        Nothing here may do work the user does not wait for: canonical() does that after
+        the timed pass."""
         raise Unsupported(f"target {self.name} runs no queries")
+
+    def finish(self, native: Any, answer) -> list[tuple] | None:
+        """Timed, right after query(): the client work the user waits for (the canonical rows
+        a client computes from the answer: several responses merged, a driver's result
+        reduced), inside the latency and recorded as client_s. None (the default) when the
+        answer needs none: the rows are then decoded untimed by canonical()."""
+        return None
 
     def canonical(self, native: Any, answer) -> list[tuple]:
         """Untimed, after the pass: the canonical rows (queries/shapes.py) decoded from the

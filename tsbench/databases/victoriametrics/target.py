@@ -251,26 +251,36 @@ class VictoriaMetricsTarget(Target):
 
     async def query(self, native: VMQuery) -> Answer:
         """One request whose answer needs only decoding: its body, decoded after the timed
-        pass. Otherwise (native.client) the requests in turn and the rows computed from
-        them, all timed: the client work is client_s."""
+        pass. Otherwise (native.client) the requests in turn, their bodies kept for
+        finish(); the newest `limit` aggregate rows decoded on the way (partial), as the
+        older requests cannot make the cut once they are there."""
         if not native.client:
             if not native.requests:
-                return Answer(None, 0, None, 0.0, rows=[])          # no request: nothing was sent
+                return Answer(None, 0, None, rows=[])          # no request: nothing was sent
             t = await self._request(native.requests[0])
-            return Answer(t.body, len(t.body), t.ttfb, t.seconds, connect_s=t.connect_s)
-        acc = AnswerRows(native)
-        ans = Answer([], 0, None, 0.0, client_s=0.0)
-        t0 = time.perf_counter()
+            return Answer(t.body, len(t.body), t.ttfb, connect_s=t.connect_s)
+        ans = Answer([], 0, None)
+        if native.limit and native.shape == "aggregate":
+            ans.partial = AnswerRows(native)
         for req in native.requests:
             t = await self._request(req)
             ans.add_response(t)
-            acc.add(req, _doc(self.what, req, t.status, t.body)["data"]["result"])
-            if native.limit and native.shape == "aggregate" and len(acc.keys) >= native.limit:
-                break                               # newest first: the older requests cannot make the cut
-        ans.rows = acc.rows()
-        ans.client_s = time.perf_counter() - t0 - (ans.connect_s or 0.0) - ans.seconds
-        ans.seconds += ans.client_s
+            if ans.partial is not None:
+                ans.partial.add(req, _doc(self.what, req, t.status, t.body)["data"]["result"])
+                if len(ans.partial.keys) >= native.limit:
+                    break                               # newest first: the older requests cannot make the cut
         return ans
+
+    def finish(self, native: VMQuery, answer: Answer) -> list[tuple] | None:
+        """native.client: the rows computed from the requests' answers (client_s)."""
+        if not native.client:
+            return None
+        acc = answer.partial
+        if acc is None:
+            acc = AnswerRows(native)
+            for req, body in zip(native.requests, answer.raw or ()):
+                acc.add(req, _doc(self.what, req, 200, body)["data"]["result"])
+        return acc.rows()
 
     def canonical(self, native: VMQuery, answer: Answer) -> list[tuple]:
         """The canonical rows of a one-request answer (decoded after the timed pass)."""

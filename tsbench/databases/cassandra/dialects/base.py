@@ -36,9 +36,9 @@ Contract with the target (load.py, CassandraTarget)
       its last page (fetch_size None, or by following paging_state).
     - `finish(results: list[list[tuple]]) -> list[tuple]`: results[i] is the
       rows of statements[i], in the order of the statements; returns the
-      canonical rows. This is client work the user waits for: the target times
-      it and records it as Answer.client_s (inside Answer.seconds), and sets
-      Answer.rows to its result. `client` is always True.
+      canonical rows. This is client work the user waits for: the target's
+      finish() calls it, and the executor times it as Answer.client_s (inside
+      Answer.seconds) and sets Answer.rows to its result. `client` is always True.
     - `text`: the statements as one printable string (for --print-responses).
     - A plan may hold no statement (no partition matches): finish([]) is the
       (empty) answer; the target still calls it.

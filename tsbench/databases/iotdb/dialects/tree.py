@@ -25,7 +25,6 @@ finishes (kept rows, counts per truck or day: client_s); the other two excluded 
 from __future__ import annotations
 
 import math
-import time as _time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -254,9 +253,3 @@ def canonical(q: IotdbQuery, df) -> list[tuple]:
     if q.keep is not None:
         rows = [r for r in rows if q.keep(r[len(r) - len(q.fields):])]
     return q.reduce(rows) if q.reduce is not None else rows
-
-
-def timed_rows(q: IotdbQuery, df) -> tuple[list[tuple], float]:
-    t0 = _time.perf_counter()
-    rows = canonical(q, df)
-    return rows, _time.perf_counter() - t0
