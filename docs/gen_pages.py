@@ -36,7 +36,8 @@ def root_group() -> click.Group:
     ref = re.search(r'^tsbench\s*=\s*"([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
     module = importlib.import_module(ref.partition(":")[0])
     groups = [v for v in vars(module).values() if isinstance(v, click.Group)]
-    return max(groups, key=lambda g: len(g.commands))
+    ctx = click.Context(click.Group())
+    return max(groups, key=lambda g: len(g.list_commands(ctx)))
 
 
 def commands() -> list[tuple[list[str], click.Command, click.Context]]:
@@ -49,9 +50,10 @@ def commands() -> list[tuple[list[str], click.Command, click.Context]]:
         if words:
             out.append((words, cmd, ctx))
         if isinstance(cmd, click.Group):
-            for name in sorted(cmd.commands):
-                if not cmd.commands[name].hidden:
-                    walk(cmd.commands[name], [*words, name], ctx)
+            for name in sorted(cmd.list_commands(ctx)):
+                sub = cmd.get_command(ctx, name)
+                if not sub.hidden:
+                    walk(sub, [*words, name], ctx)
     walk(root, [], None)
     return out
 

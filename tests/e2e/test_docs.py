@@ -41,16 +41,16 @@ def _commands() -> list[tuple[list[str], object]]:
 
     listed = subprocess.run([sys.executable, "-m", "tsbench", "--help"], capture_output=True, text=True,
                             check=True).stdout.split("Commands:")[1]
-    group = root_group()
-    assert sorted(group.commands) == sorted(re.findall(r"^  (\S+)", listed, re.M))   # not wrapped help lines
+    group, ctx = root_group(), click.Context(click.Group())
+    assert sorted(group.list_commands(ctx)) == sorted(re.findall(r"^  (\S+)", listed, re.M))   # not wrapped lines
     out = []
 
     def walk(cmd, words):
         out.append((words, cmd))
-        for name, sub in getattr(cmd, "commands", {}).items():
-            walk(sub, [*words, name])
-    for name, cmd in group.commands.items():
-        walk(cmd, [name])
+        for name in cmd.list_commands(ctx) if isinstance(cmd, click.Group) else ():
+            walk(cmd.get_command(ctx, name), [*words, name])
+    for name in group.list_commands(ctx):
+        walk(group.get_command(ctx, name), [name])
     assert out and all(isinstance(c, click.Command) for _, c in out)
     return out
 
