@@ -18,6 +18,8 @@ import pytest
 from tsbench.commands import cli
 from tsbench.data.dataset import DatasetSpec, resolve
 
+import marking
+
 
 def run_cli(*args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
     """`python -m tsbench ARGS` in a subprocess, as a user runs it (env: extra variables)."""
@@ -153,6 +155,11 @@ def columns(ds, lo=None, hi=None, seed=None):
         if r.done:
             break
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}, sim
+
+
+def pytest_collection_modifyitems(items):
+    """Markers by kind: every database a test uses, and `slow` (tests/marking.py)."""
+    marking.mark(items)
 
 
 @pytest.fixture
