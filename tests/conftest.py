@@ -254,3 +254,18 @@ def load_into(target: str, url: str, df, options: dict | None = None):
             assert res.verified, res.summary()
             return res
     return asyncio.run(go())
+
+
+def execute_on(target: str, url: str, df, specs, reference, options: dict | None = None, **kw):
+    """Run queries on a target with the real executor (the data file's tables attached, answers
+    checked against the reference); ExecOptions keywords in kw."""
+    import asyncio
+
+    from tsbench.execute.run import ExecOptions, execute
+    from tsbench.load.connect import connect
+
+    async def go():
+        async with connect(target, url, options or {}) as c:
+            await c.target.attach(df.tables())
+            return await execute(c.target, specs, ExecOptions(progress=False, **kw), reference)
+    return asyncio.run(go())
