@@ -15,9 +15,12 @@ and it *names* a database by sitting in tests/databases/<db>/, by using any othe
 of the package, or by an experiment text ("target: postgres") that may only be checked.
 
 A test is `slow` when it asks for a database that runs a server of its own (every
-package with SERVERS but null, whose HTTP sink starts in a moment), uses the JVM layer
-(the `jvm` marker), or sits in a folder of SLOW_FOLDERS (whole commands end to end,
-server faults and signals)."""
+package with SERVERS but null, whose HTTP sink starts in a moment) or in the test's
+process (IN_PROCESS_SERVERS), runs a command of tsbench other than QUICK_COMMANDS in a
+process of its own (its imports alone take about a second: run_cli("load", ...),
+"-m", "tsbench", "load", or a list of arguments "load", ..., "-t", ...), uses the JVM
+layer (the `jvm` marker), or sits in a folder of SLOW_FOLDERS (whole commands end to
+end, server faults and signals)."""
 
 from __future__ import annotations
 
@@ -37,6 +40,8 @@ FLAGS = {"-t", "--target", "start"}
 EXPERIMENT_TARGET = re.compile(r"\btarget:\s*[\"']?([\w-]+)")
 SLOW_FOLDERS = ("e2e", "faults")
 HARNESS = {"null"}          # the null package: the harness's own sink, no database server
+IN_PROCESS_SERVERS = {"clickhouse"}     # chDB: ClickHouse's server in the test's process (seconds, 1 GB)
+QUICK_COMMANDS = {"generate"}   # imports little: a fraction of a second in a process of its own
 
 
 @functools.cache
@@ -106,6 +111,30 @@ def _asked_in(tree: ast.AST) -> set[str]:
     return out
 
 
+@functools.cache
+def commands() -> frozenset[str]:
+    """The commands of tsbench's command line."""
+    from tsbench.commands import cli
+
+    return frozenset(cli.cli.commands)
+
+
+def _commands_in(tree: ast.AST) -> set[str]:
+    """The commands a parsed function runs in a process of their own: run_cli("load", ...),
+    "-m", "tsbench", "load" in an argument list, or a list of arguments "load", ..., "-t", ..."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            items = _strings(node.args)
+            out |= {items[0]} if _call_name(node) == "run_cli" and items and items[0] else set()
+        else:
+            items = _strings(node.elts) if isinstance(node, (ast.List, ast.Tuple)) else []
+        out |= {c for a, b, c in zip(items, items[1:], items[2:]) if (a, b) == ("-m", "tsbench") and c}
+        if len(items) > 1 and items[0] in commands() and any(i and i.startswith("-") for i in items[1:]):
+            out.add(items[0])
+    return (out & commands()) - QUICK_COMMANDS
+
+
 def _experiment_targets(value) -> set[str]:
     return set(EXPERIMENT_TARGET.findall(value)) if isinstance(value, str) else set()
 
@@ -139,10 +168,11 @@ def _server_classes_made(tree: ast.AST, scope: dict) -> set[str]:
 
 
 @functools.cache
-def used_by(func) -> tuple[frozenset[str], frozenset[str]]:
-    """(packages a test-suite function asks for, packages it names), with those of the
-    test-suite functions it calls and of the module constants it reads."""
-    seen, todo, asked, named = set(), [func], set(), set()
+def used_by(func) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(packages a test-suite function asks for, packages it names, commands it runs in a
+    process of their own), with those of the test-suite functions it calls and of the
+    module constants it reads."""
+    seen, todo, asked, named, run = set(), [func], set(), set(), set()
     while todo:
         f = todo.pop()
         if f in seen or not _ours(f):
@@ -151,32 +181,39 @@ def used_by(func) -> tuple[frozenset[str], frozenset[str]]:
         tree = ast.parse(textwrap.dedent(inspect.getsource(f)))
         scope = _scope(f, tree)
         asked |= {package_named(n) for n in _asked_in(tree)} | _server_classes_made(tree, scope)
+        run |= _commands_in(tree)
         for node in ast.walk(tree):
             value = node.value if isinstance(node, ast.Constant) else scope.get(getattr(node, "id", None))
             named |= {package_named(n) for n in _experiment_targets(value)}
             named |= {package_of(value)} if inspect.isclass(value) or inspect.isfunction(value) else set()
             if _ours(value):
                 todo.append(value)
-    return frozenset(asked - {None}), frozenset(named - {None})
+    return frozenset(asked - {None}), frozenset(named - {None}), frozenset(run)
 
 
-def databases_of(item) -> tuple[set[str], set[str]]:
-    """(every package a collected test uses, those it asks for)."""
+def uses(item) -> tuple[set[str], set[str], set[str]]:
+    """(every package a collected test uses, those it asks for, the commands it runs in a
+    process of their own; a fixture's commands, run once for the tests that share it, not
+    counted)."""
     rel = pathlib.Path(item.path).resolve().relative_to(TESTS).parts
     named = {rel[1]} if len(rel) > 2 and rel[0] == "databases" else set()
     params = getattr(getattr(item, "callspec", None), "params", {})
     asked = {package_named(v) for k, v in params.items() if k in PARAMETERS} - {None}
-    fixtures = [d.func for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs]
-    for f in [item.function, *fixtures]:
-        asked_by_f, named_by_f = used_by(f)
-        asked |= asked_by_f
-        named |= named_by_f
-    return named | asked, asked
+    asked_by_test, named_by_test, run = used_by(item.function)
+    asked |= asked_by_test
+    named |= named_by_test
+    for defs in item._fixtureinfo.name2fixturedefs.values():
+        for d in defs:
+            asked_by_f, named_by_f, _ = used_by(d.func)
+            asked |= asked_by_f
+            named |= named_by_f
+    return named | asked, asked, set(run)
 
 
-def is_slow(item, asked: set[str]) -> bool:
+def is_slow(item, asked: set[str], run: set[str]) -> bool:
     folder = pathlib.Path(item.path).resolve().relative_to(TESTS).parts[0]
-    return bool(asked & server_packages()) or item.get_closest_marker("jvm") is not None or folder in SLOW_FOLDERS
+    return (bool(asked & (server_packages() | IN_PROCESS_SERVERS)) or bool(run)
+            or item.get_closest_marker("jvm") is not None or folder in SLOW_FOLDERS)
 
 
 def mark(items) -> None:
@@ -184,8 +221,8 @@ def mark(items) -> None:
     import pytest
 
     for item in items:
-        dbs, asked = databases_of(item)
+        dbs, asked, run = uses(item)
         for db in sorted(dbs):
             item.add_marker(getattr(pytest.mark, db))
-        if is_slow(item, asked):
+        if is_slow(item, asked, run):
             item.add_marker(pytest.mark.slow)

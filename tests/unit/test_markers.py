@@ -88,16 +88,25 @@ def _calls_a_helper():
     return _asks_by_call()
 
 
+def _runs_commands():
+    run_cli("generate", "-q", "-o", "x.lp")
+    run_cli("execute", "q.jsonl", "-t", "duckdb")
+    subprocess.run([sys.executable, "-m", "tsbench", "report", "r"])
+    return ["servers", "start", "null-http", "--name", "sink"], ("load", "execute")
+
+
 # reached through SAMPLES only, so that the test below does not itself ask for these
-SAMPLES = {f.__name__: f for f in (_asks_by_call, _asks_by_class, _names_by_experiment, _calls_a_helper)}
+SAMPLES = {f.__name__: f for f in (_asks_by_call, _asks_by_class, _names_by_experiment, _calls_a_helper,
+                                   _runs_commands)}
 
 
-def test_a_test_asks_for_the_databases_it_calls_for_and_names_those_of_its_experiments():
+def test_what_a_test_asks_for_names_and_runs_is_found():
     used = {name: marking.used_by(f) for name, f in SAMPLES.items()}
-    assert used["_asks_by_call"] == ({"victoriametrics", "cassandra"}, set())
-    assert used["_asks_by_class"] == ({"postgres"}, {"postgres"})
-    assert used["_names_by_experiment"] == (set(), {"questdb"})
+    assert used["_asks_by_call"] == ({"victoriametrics", "cassandra"}, set(), {"load"})
+    assert used["_asks_by_class"] == ({"postgres"}, {"postgres"}, set())
+    assert used["_names_by_experiment"] == (set(), {"questdb"}, set())
     assert used["_calls_a_helper"][0] == {"victoriametrics", "cassandra"}
+    assert used["_runs_commands"] == ({"duckdb", "null"}, set(), {"execute", "report", "servers"})
     assert marking.package_named("influx-flux") == "influx" and marking.package_named("null-http") == "null"
     assert marking.package_named("opensearch") == "elasticsearch" and marking.package_named("csv") is None
     assert marking.server_packages() == set(databases.PACKAGES) - {"null", "duckdb", "clickhouse"}
