@@ -1,6 +1,7 @@
 """Developer sessions: `nox -s tests` (the test suite, every server installed first; CI runs it),
 `nox -s quick` (the quick subset, `pytest -m "not slow"`: no database server, no JVM, no
-end-to-end test; docs/testing.md), `nox -s bench`
+end-to-end test; 499 tests, about 100 CPU s, 3-4.5 min on this busy 2-core machine;
+docs/testing.md), `nox -s bench`
 (generation throughput, CPU and memory figures), `nox -s bench_processes`
 (generate with -j1 and -j2, little work and much) and `nox -s bench_load`
 (load rates and client CPU: null target, null HTTP sink, InfluxDB, VictoriaMetrics),
