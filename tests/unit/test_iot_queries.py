@@ -1,7 +1,7 @@
 """The iot query family (TSBS's thirteen, queries/iot.py): drawn queries, their
 meaning recomputed in plain Python from the raw rows (independent of the SQL),
-and DuckDB's and PostgreSQL's answers (tags table and inline) equal to the
-reference engine's.
+and DuckDB's answers equal to the reference engine's (PostgreSQL's, tags table
+and inline: tests/databases/postgres/test_postgres_iot_queries.py).
 
 The dataset: 20 trucks, two days, one epoch every 46 s. The interval is chosen
 so the data ends while the trucks' tanks run low (fuel_state falls ~0.0005 a
@@ -10,7 +10,6 @@ low-fuel, which looks at each truck's newest row, has something to find."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import defaultdict
 from itertools import pairwise
@@ -19,15 +18,13 @@ import pytest
 
 from tsbench import queries
 from tsbench.data.datafile import open_datafile
-from tsbench.execute.run import ExecOptions, execute
-from tsbench.load.connect import connect
 from tsbench.queries.base import DAY, MINUTE, QuerySpec, SqlSpelling
 from tsbench.queries.compare import compare, tolerance
 from tsbench.queries.iot import IOT_TYPES
 from tsbench.queries.reference import Reference
 from tsbench.queries.shapes import sql as shape_sql
 
-from conftest import load_into, local_server, run_cli
+from conftest import execute_on, load_into, run_cli
 
 TSBS_IOT = ("last-loc", "single-last-loc", "low-fuel", "high-load", "stationary-trucks", "long-driving-sessions",
             "long-daily-sessions", "avg-vs-projected-fuel-consumption", "avg-daily-driving-duration",
@@ -303,14 +300,6 @@ def test_a_wrong_meaning_is_caught(specs, expected, reference):
 
 # ---- the engines ---------------------------------------------------------------------------
 
-def _run(target, url, df, specs, reference, options=None, **kw):
-    async def go():
-        async with connect(target, url, options or {}) as c:
-            await c.target.attach(df.tables())
-            return await execute(c.target, specs, ExecOptions(progress=False, **kw), reference)
-    return asyncio.run(go())
-
-
 def _load(target, url, df, options=None):
     load_into(target, url, df, options)
 
@@ -327,21 +316,7 @@ def _assert_all_valid(res, specs):
 def test_duckdb_answers_equal_the_reference(iot, specs, reference, tmp_path):
     url = f"duckdb:{tmp_path / 'iot.duckdb'}"
     _load("duckdb", url, iot)
-    res = _run("duckdb", url, iot, specs, reference, workers=2)
-    _assert_all_valid(res, specs)
-
-
-@pytest.fixture(scope="module")
-def pg():
-    with local_server("postgres") as srv:
-        yield srv
-
-
-@pytest.mark.parametrize("tags", ["table", "inline"])
-def test_postgres_answers_equal_the_reference(pg, iot, specs, reference, tags):
-    opts = {"tags": tags, "database": f"iot_{tags}"}
-    _load("postgres", pg.url, iot, opts)
-    res = _run("postgres", pg.url, iot, specs, reference, opts, workers=3)
+    res = execute_on("duckdb", url, iot, specs, reference, workers=2)
     _assert_all_valid(res, specs)
 
 

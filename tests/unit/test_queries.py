@@ -1,6 +1,8 @@
 """Phases 3-5 on the SQL targets and the core: queries drawn once for every
-target, the reference engine, validation of DuckDB and PostgreSQL answers, a
-wrong rendering caught, and one-line errors."""
+target, the reference engine, validation of DuckDB answers, a wrong rendering
+caught, and one-line errors (PostgreSQL's answers and cold caches:
+tests/databases/postgres/test_postgres_queries.py; validate and execute on local
+servers: tests/e2e/test_validate_local.py)."""
 
 from __future__ import annotations
 
@@ -15,15 +17,13 @@ from tsbench import queries
 from tsbench.core.errors import UserError
 from tsbench.data.datafile import open_datafile
 from tsbench.execute.run import ExecOptions, execute
-from tsbench.execute.timer import timed_query
-from tsbench.load.connect import connect
 from tsbench.load.run import LoadOptions, load
 from tsbench.queries.base import SqlSpelling
 from tsbench.queries.compare import compare
 from tsbench.queries.reference import Reference
 from tsbench.queries.shapes import sql as shape_sql
 
-from conftest import load_into, local_server, run_cli
+from conftest import execute_on, load_into, run_cli
 
 END = "2016-01-01T03:00:00Z"
 
@@ -84,14 +84,6 @@ def test_every_target_renders_the_same_parameters(devops, specs):
             assert f"'{h}'" in text
 
 
-def _run(target, url, df, specs, reference, options=None, **kw):
-    async def go():
-        async with connect(target, url, options or {}) as c:
-            await c.target.attach(df.tables())
-            return await execute(c.target, specs, ExecOptions(progress=False, **kw), reference)
-    return asyncio.run(go())
-
-
 def _assert_all_valid(res, specs):
     bad = [v for v in res.validation if not v["ok"]]
     assert not bad, "\n".join(f"{v['type']}: {v['diff']}" for v in bad[:3])
@@ -102,7 +94,7 @@ def _assert_all_valid(res, specs):
 def test_duckdb_answers_equal_the_reference(devops, specs, reference, tmp_path):
     url = f"duckdb:{tmp_path / 'q.duckdb'}"
     _load(url, devops)
-    res = _run("duckdb", url, devops, specs, reference, workers=2)
+    res = execute_on("duckdb", url, devops, specs, reference, workers=2)
     _assert_all_valid(res, specs)
     st = {s["type"]: s for s in res.stats()}
     assert st["all"]["count"] == len(specs) and st["max-cpu-1"]["p50_ms"] > 0
@@ -110,20 +102,6 @@ def test_duckdb_answers_equal_the_reference(devops, specs, reference, tmp_path):
 
 def _load(url, df, options=None):
     load_into("duckdb" if url.startswith("duckdb:") else "postgres", url, df, options)
-
-
-@pytest.fixture(scope="module")
-def pg():
-    with local_server("postgres") as srv:
-        yield srv
-
-
-@pytest.mark.parametrize("tags", ["table", "inline"])
-def test_postgres_answers_equal_the_reference(pg, devops, specs, reference, tags):
-    opts = {"tags": tags, "database": f"q_{tags}", "index": "brin" if tags == "inline" else "btree"}
-    _load(pg.url, devops, opts)
-    res = _run("postgres", pg.url, devops, specs, reference, opts, workers=3)
-    _assert_all_valid(res, specs)
 
 
 def test_a_wrong_rendering_is_caught(devops, specs, reference, tmp_path):
@@ -248,60 +226,6 @@ def test_cli_generate_execute_validate(devops, tmp_path):
     assert "reference answers: 0 from the cache, 26 computed (cache off); engine built in" in p.stderr.decode()
 
 
-def _execute_cold(pg, devops, reference, some, database: str, cache: str):
-    """Load into a fresh database of the session's PostgreSQL and run `some` twice with a cold cache mode."""
-    opts = {"database": database}
-    _load(pg.url, devops, opts)
-
-    async def go():
-        async with connect("postgres", pg.url, opts) as c:
-            await c.target.attach(devops.tables())
-            return await execute(c.target, some, ExecOptions(progress=False, cache=cache, count=2 * len(some)),
-                                 reference, server=pg)
-    res = asyncio.run(go())
-    assert len(res.records) == 2 * len(some) and all(r["status"] == "ok" for r in res.records)
-    assert all(v["ok"] for v in res.validation)
-    # reconnected after each restart before the timer: no latency holds a connection set-up;
-    # libpq gives no first byte: not measured
-    assert all(r["connect_s"] is None and r["ttfb"] is None for r in res.records)
-    # cold where the page cache could be dropped, else lukewarm with the reason
-    assert (res.cache, bool(res.cache_note)) in ((cache, False), ("lukewarm", True))
-    return res
-
-
-def test_postgres_connection_setup_is_timed_apart(pg, devops, specs):
-    _load(pg.url, devops, {"database": "q_conn"})
-
-    async def go():
-        async with connect("postgres", pg.url, {"database": "q_conn"}) as c:
-            await c.target.attach(devops.tables())
-            native = c.target.render(specs[0])
-            cold = await timed_query(c.target, native)            # no connection ready: one is opened, timed apart
-            await c.target.prepare(2)
-            warm = [await timed_query(c.target, native) for _ in range(2)]
-            return cold, warm
-    cold, warm = asyncio.run(go())
-    assert cold.connect_s is not None and cold.connect_s > 0 and cold.seconds > 0
-    assert all(a.connect_s is None for a in warm)
-
-
-def test_cold_cache_restarts_the_server(pg, devops, specs, reference):
-    from tsbench.databases.shared.server import pid_alive
-
-    before = pg.state.pid
-    _execute_cold(pg, devops, reference, [s for s in specs if s.type in ("max-cpu-1", "lastpoint")], "q_cold", "cold")
-    assert pg.state.pid != before and not pid_alive(before) and pid_alive(pg.state.pid)
-
-
-def test_cold_query_restarts_before_every_query(pg, devops, specs, reference, monkeypatch):
-    some = [s for s in specs if s.type in ("max-cpu-1", "lastpoint")][:3]
-    restarts = []
-    real = pg.restart
-    monkeypatch.setattr(pg, "restart", lambda *a, **k: (restarts.append(pg.state.pid), real(*a, **k))[1])
-    res = _execute_cold(pg, devops, reference, some, "q_coldq", "cold-query")
-    assert len(restarts) == 2 * len(some) == len(set(restarts)) == len(res.records)     # a new server each time
-
-
 def test_the_queries_file_gives_every_dialect_the_same_parameters(devops, specs):
     """InfluxQL, PromQL and SQL renderings of one drawn query name the same hosts and window."""
     from tsbench.databases.influx.target import InfluxTarget
@@ -318,24 +242,6 @@ def test_the_queries_file_gives_every_dialect_the_same_parameters(devops, specs)
             assert h in text, (name, h, text)
     assert iso(p["start"]) in texts["sql"] and iso(p["end"]) in texts["sql"]
     assert str(p["start"]) in texts["influxql"] or iso(p["start"]) in texts["influxql"]
-
-
-@pytest.mark.parametrize("target", ["influx", "postgres", "victoriametrics"])
-def test_cli_validate_on_local_servers(target, tmp_path, tshome):
-    """queries generate, then validate and execute with --server local --load, as a user runs them."""
-    fmt = "csv" if target == "postgres" else "influx"
-    data = tmp_path / f"d.{fmt}"
-    run_cli("generate", "-q", "--scale", "10", "--end", "2016-01-01T02:00:00Z", "--seed", "8", "--format", fmt,
-            "-o", str(data))
-    q = tmp_path / "q.jsonl"
-    run_cli("queries", "generate", str(data), "-T", "max-cpu-8,single-groupby-5-1-1,double-groupby-all,lastpoint",
-            "-n", "2", "-o", str(q))
-    p = run_cli("validate", str(q), "-t", target, "--load", str(data), env={"TSBENCH_HOME": tshome})
-    assert "validated 8/8 distinct queries equal to the reference" in p.stderr.decode()
-    p = run_cli("execute", str(q), "-t", target, "--load", str(data), "--count", "16", "-w", "2",
-                env={"TSBENCH_HOME": tshome})
-    err = p.stderr.decode()
-    assert re.search(r"\s+all\s+16\s+0\s+0\s", err) and "validated 8/8" in err and "16/16 executions" in err
 
 
 def test_rate_burn_in_duration_and_print_responses(devops, specs, reference, tmp_path, capsys):

@@ -26,8 +26,6 @@ from tsbench.databases.cassandra.target import CassandraTarget, chunks, parse_ur
 
 from conftest import load_into, local_server, run_cli
 
-pytestmark = pytest.mark.cassandra
-
 DATASET = {"use_case": "devops", "scale": 3, "end": "2016-01-01T00:10:00Z", "seed": 7}
 CPU = Table("cpu", ("hostname", "region"), (Column("usage_user", "float"), Column("n", "int")))
 LINES = b"2016-01-01T00:00:10.5Z,host_0,it's,1.5,\n2016-01-02T00:00:00Z,host_1,,,7\n"

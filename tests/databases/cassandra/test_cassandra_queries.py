@@ -16,8 +16,6 @@ from tsbench.databases.cassandra.dialects.wide import CqlWide
 from tsbench.queries.base import DAY, HOUR, MINUTE, QuerySpec
 from tsbench.queries.catalog import CATALOG
 
-pytestmark = pytest.mark.cassandra
-
 T0 = 1451606400 * 10**9                      # 2016-01-01T00:00:00Z
 MS = 10**6
 CPU = Table("cpu", ("hostname", "region"), (Column("u", "float"), Column("k", "int")))

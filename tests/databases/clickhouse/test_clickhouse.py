@@ -30,8 +30,6 @@ from tsbench.execute.timer import timed_query
 
 from conftest import load_into, run_cli
 
-pytestmark = pytest.mark.clickhouse
-
 DATASET = {"use_case": "iot", "scale": 3, "end": "2016-01-01T00:20:00Z", "seed": 3}    # nulls in tags and fields
 
 

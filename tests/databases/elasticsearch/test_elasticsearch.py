@@ -29,8 +29,6 @@ from faultserver import FaultServer
 
 CLIENT_TYPES = ["single-groupby-5-1-1", "double-groupby-1", "lastpoint", "groupby-orderby-limit"]
 
-pytestmark = pytest.mark.elasticsearch
-
 TINY = {"use_case": "devops", "scale": 2, "end": "2016-01-01T00:10:00Z", "seed": 3}
 
 

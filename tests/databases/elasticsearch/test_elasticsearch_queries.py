@@ -22,8 +22,6 @@ from tsbench.queries.base import HOUR, MINUTE, QuerySpec
 from tsbench.queries.catalog import CATALOG
 from tsbench.queries.compare import compare, tolerance
 
-pytestmark = pytest.mark.elasticsearch
-
 T0 = 1451606400 * 10**9                      # 2016-01-01T00:00:00Z
 HOSTS = [f"host_{i}" for i in range(8)]
 

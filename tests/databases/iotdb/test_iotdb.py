@@ -24,8 +24,6 @@ from tsbench.queries.base import QuerySpec
 
 from conftest import local_server
 
-pytestmark = pytest.mark.iotdb
-
 ODD = ("a`b", "x.y", "k=v", "with space", "naïve", "12")
 T0 = 1451606400 * 10**9
 SENSOR = Table("sensor", ("site", "kind"), (Column("v", "float"), Column("n", "int")))

@@ -39,8 +39,6 @@ from tsbench.load.run import LoadOptions
 
 from conftest import load_into, local_server, run_cli
 
-pytestmark = pytest.mark.mongodb
-
 CPU = Table("cpu", ("hostname", "region"), (Column("usage_user", "float"), Column("n", "int"),
                                             Column("note", "string")))
 DATASET = {"use_case": "devops", "scale": 3, "end": "2016-01-01T00:10:00Z", "seed": 7}

@@ -34,8 +34,6 @@ from tsbench.experiments import session
 
 from conftest import load_into, local_server, run_cli
 
-pytestmark = pytest.mark.opentsdb
-
 DATASET = {"use_case": "devops", "scale": 3, "end": "2016-01-01T00:10:00Z", "seed": 7}
 CPU = Table("cpu", ("hostname", "region"), (Column("usage_user", "float"), Column("n", "int")))
 

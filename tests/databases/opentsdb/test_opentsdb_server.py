@@ -22,8 +22,6 @@ from tsbench.databases.shared.server import allocated_bytes, pid_alive
 
 from conftest import local_server
 
-pytestmark = pytest.mark.opentsdb
-
 POINT = {"metric": "cpu.usage_user", "timestamp": 1451606400, "value": 42.5, "tags": {"hostname": "host_0"}}
 QUERY = {"start": 1451606000, "end": 1451607000,
          "queries": [{"metric": "cpu.usage_user", "aggregator": "max", "tags": {"hostname": "host_0"}}]}

@@ -30,8 +30,6 @@ from tsbench.queries.base import DAY, HOUR, MINUTE
 
 from conftest import load_into, local_server
 
-pytestmark = pytest.mark.questdb
-
 DATASET = {"use_case": "devops", "scale": 3, "end": "2016-01-01T00:10:00Z", "seed": 7}
 AGG = {"shape": "aggregate", "measurement": "cpu", "agg": "max", "fields": ["usage_user"], "types": ["float"],
        "tag": "hostname", "tag_values": ["host_1"], "start": 0, "end": HOUR, "bucket": MINUTE, "group_by": []}
