@@ -116,7 +116,7 @@ def commands() -> frozenset[str]:
     """The commands of tsbench's command line."""
     from tsbench.commands import cli
 
-    return frozenset(cli.cli.commands)
+    return frozenset(cli.cli.list_commands(None))
 
 
 def _commands_in(tree: ast.AST) -> set[str]:
