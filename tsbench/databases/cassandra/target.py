@@ -48,9 +48,9 @@ this URL; with neither it is skipped, saying why. disk_bytes(): nodetool
 tablestats' "Space used (live)" of the keyspace's tables, else (no JMX)
 system_views.disk_usage (whole MiB).
 
-Queries: the dialects (cql_series.py, cql_wide.py, on cql.py) render a plan
+Queries: the dialects (dialects/series.py, dialects/wide.py, on dialects/base.py) render a plan
 (statements with `?` markers and a finish() that computes the canonical rows on
-the client); see cql.py's docstring for the
+the client); see dialects/base.py's docstring for the
 contract this class keeps (the partition index read in attach(), statements
 prepared in prepare(), run concurrently, finish() timed as client work).
 
@@ -409,7 +409,7 @@ class CassandraTarget(Target):
         return self.dialects[self.dialect_name()](self.ks)
 
     async def _read_index(self) -> None:
-        """The partitions that exist (cql.py's index statements, every page), untimed."""
+        """The partitions that exist (dialects/base.py's index statements, every page), untimed."""
         cls = self.dialects[self.dialect_name()]
         stmts = cls.index_queries(self.ks, self._tables)
         index = [await self.db.rows(cql) for cql in stmts]

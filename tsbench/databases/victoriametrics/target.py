@@ -6,7 +6,7 @@ with the tags as labels (gzip'd with -O gzip=true, http.GzipOption). count() is 
 by PromQL count_over_time per table and time slice (count.py), so no query
 meets the server's per-query limits.
 
-Queries: the MetricsQL dialect (metricsql.py) renders them; query() POSTs its
+Queries: the MetricsQL dialect (dialect.py) renders them; query() POSTs its
 requests to /api/v1/query and /api/v1/query_range (nocache=1), times them, and
 hands the JSON answers to the dialect's reader for the canonical rows."""
 
