@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 
 import numpy as np
@@ -397,3 +398,18 @@ def test_a_death_shown_after_the_failed_requests_still_fails_the_phase(tmp_path)
     with srv:
         with pytest.raises(ServerError, match="killed by SIGKILL"):
             asyncio.run(phase())
+
+
+def test_a_target_that_needs_a_url_says_so_in_one_check():
+    """needs_url is class data; the base class alone refuses a missing URL, with the target's example."""
+    from tsbench import databases
+    from tsbench.core.errors import UserError
+
+    need = [n for n in databases.names() if databases.target_class(n).needs_url]
+    assert set(need) == set(databases.names()) - {"null"}
+    for n in need:
+        cls = databases.target_class(n)
+        with pytest.raises(UserError, match=f"^target {n}: needs a server: --server local or --server "
+                                            f"{re.escape(cls.url_example)}$"):
+            cls(None)
+    databases.target_class("null")(None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -142,3 +143,12 @@ def test_readme_query_table_is_the_derived_one():
                          text=True, check=True).stdout
     readme = (ROOT / "README.md").read_text()
     assert out.strip() in readme, "README's query table differs: paste `python -m tsbench queries list --markdown`"
+
+
+def test_the_needs_a_url_check_is_written_once():
+    """A missing URL is refused by the shared Target class (needs_url, class data), not by each target."""
+    again = [f"{p.relative_to(ROOT)}:{i}" for p in (PKG / "databases").rglob("*.py") if p.parent.name != "shared"
+             for i, line in enumerate(p.read_text().splitlines(), 1)
+             if re.search(r"if not (self\.)?url\s*:", line) or "needs a url" in line.lower()
+             or ("needs a server" in line and "UserError" in line)]
+    assert not again, f"the needs-a-URL check repeated (declare needs_url = True instead): {again}"

@@ -116,12 +116,10 @@ with warnings.catch_warnings():      # the option is named `schema`, like BaseMo
         request_timeout: float = Field(60.0, gt=0, le=bounds.MAX_SECONDS)            # seconds, per statement
 
 
-def parse_url(url: str | None) -> list[tuple[str, int]]:
+def parse_url(url: str) -> list[tuple[str, int]]:
     """cassandra://host:port[,host2:port2] -> [(host, port), ...]. A user or password, a
     path or a query are refused in one line (the password never in it): tsbench connects
     without authentication, and the keyspace is an option."""
-    if not url:
-        raise UserError("target cassandra: needs a server: --server local or --server cassandra://HOST:9042")
     parts = urlsplit(url)
     if parts.scheme != "cassandra" or not parts.netloc:
         raise UserError(f"target cassandra: {mask(url)}: not a cassandra://host:port[,host:port] URL")
@@ -174,6 +172,8 @@ def token_slices(n: int) -> list[tuple[int, int]]:
 
 class CassandraTarget(Target):
     name = "cassandra"
+    needs_url = True
+    url_example = "cassandra://HOST:9042"
     format = "csv"
     server_kind = "cassandra"
     count_unit = "values"          # both schemas: the unit is the class's, whatever the options

@@ -55,6 +55,8 @@ class ClickHouseOptions(BaseModel):
 
 class ClickHouseTarget(Target):
     name = "clickhouse"
+    needs_url = True
+    url_example = "chdb:DIR (in-process) or --server http://HOST:8123"
     format = "csv"
     count_unit = "rows"
     value_checks = EXACT

@@ -35,6 +35,8 @@ class DuckDBOptions(BaseModel):
 
 class DuckDBTarget(Target):
     name = "duckdb"
+    needs_url = True
+    url_example = "duckdb:PATH"
     format = "csv"
     count_unit = "rows"
     server_kind = None

@@ -188,6 +188,8 @@ class _Session:
 
 class PostgresTarget(Target):
     name = "postgres"
+    needs_url = True
+    url_example = "postgresql://USER@HOST:PORT/DB"
     format = "csv"
     count_unit = "rows"
     value_checks = EXACT
@@ -198,9 +200,6 @@ class PostgresTarget(Target):
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
-        if not self.url:
-            raise UserError("target postgres: needs a server: --server local or "
-                            "--server postgresql://USER@HOST:PORT/DB")
         try:
             self._params = conninfo_to_dict(self.url)
             if self.options.password is not None:
