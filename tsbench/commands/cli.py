@@ -232,7 +232,7 @@ def load(datafile, target_name, server, workers, batch_size, processes, if_exist
                        give_up_after=give_up_after, stall_seconds=stall_timeout, cluster=cluster)
     opts.check()
     if cluster:
-        from tsbench.cluster.address import parse
+        from tsbench.core.clusteraddress import parse
 
         parse(cluster)
     topts = _params(options, "--option")

@@ -90,7 +90,7 @@ class TargetDecl(_Strict):
 
 
 def _cluster_address(v: str | None) -> str | None:
-    from tsbench.cluster.address import parse
+    from tsbench.core.clusteraddress import parse
 
     if v is not None:
         try:

@@ -99,7 +99,7 @@ class StreamOptions(BackoffRule):
 
     def _check_cluster(self) -> None:
         """What runs from one client only is refused with --cluster, by name."""
-        from tsbench.cluster.address import parse
+        from tsbench.core.clusteraddress import parse
 
         parse(self.cluster)
         one = [name for name, on in (("--queries", self.queries is not None), ("--freshness", self.freshness),
