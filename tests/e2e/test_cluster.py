@@ -188,14 +188,14 @@ def joined():
 
 def _other_build() -> None:
     import tsbench.cluster.facts as f
-    from tsbench.cluster.facts import client_facts
+    from tsbench.cluster.clientfacts import client_facts
 
     f.client_facts = lambda: {**client_facts(), "build": "0000000000000000"}
 
 
 def _same_build() -> None:
     import tsbench.cluster.facts as f
-    from tsbench.cluster.facts import client_facts
+    from tsbench.cluster.clientfacts import client_facts
 
     f.client_facts = client_facts
 

@@ -17,7 +17,8 @@ import uuid
 from dataclasses import dataclass
 
 from tsbench.cluster.address import open_cluster
-from tsbench.cluster.facts import check_same_build, client_facts, worker_facts
+from tsbench.cluster.clientfacts import client_facts
+from tsbench.cluster.facts import check_same_build, worker_facts
 from tsbench.cluster.merge import merged_timeline, on_driver_clock, shift_of
 from tsbench.cluster.shares import GeneratedData
 from tsbench.cluster.slot import ShareJob, SlotJob, make_share, remove_shares, run_slot

@@ -5,20 +5,8 @@ differ."""
 
 from __future__ import annotations
 
-import socket
-
+from tsbench.cluster.clientfacts import client_facts
 from tsbench.core.errors import UserError
-from tsbench.core.hostfacts import host_facts
-
-
-def client_facts() -> dict:
-    """host_facts plus the host's name and the tsbench that runs there: its version and
-    the build id of its C core (a hash of the C sources it was compiled from)."""
-    from tsbench import __version__
-    from tsbench.data import native
-
-    return {**host_facts(), "hostname": socket.gethostname(), "tsbench": __version__,
-            "build": native.ffi.string(native.lib.ts_build_id()).decode()}
 
 
 async def worker_facts(client, target: str) -> dict[str, dict]:

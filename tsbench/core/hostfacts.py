@@ -1,5 +1,5 @@
 """Facts about the machine a part of a run ran on (all phases): the manifest's `host`,
-and the base of each Dask worker's facts (cluster/facts.py) when the clients are spread
+and the base of each Dask worker's facts (cluster/clientfacts.py) when the clients are spread
 over a cluster."""
 
 from __future__ import annotations
