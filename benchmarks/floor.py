@@ -31,7 +31,7 @@ import aiohttp
 
 from tsbench.data.batches import BatchReader
 from tsbench.data.datafile import open_datafile
-from tsbench.load.run import CpuSpent
+from tsbench.load.measures import CpuSpent
 
 
 def cut(path: str, batch_size: int, live: bool = False):

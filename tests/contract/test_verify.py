@@ -20,7 +20,6 @@ import urllib.request
 import pytest
 
 from tsbench import databases
-from tsbench.core.errors import LoadError
 from tsbench.core.model import STAT_KINDS
 from tsbench.data.datafile import open_datafile
 from tsbench.data.dataset import DatasetSpec, resolve

@@ -503,20 +503,6 @@ def test_a_cassandra_url_with_a_password_is_one_line_without_it(w):
     assert b"hunter22" not in p.stderr + p.stdout
 
 
-def test_a_cassandra_url_with_a_password_is_one_line_without_it(w):
-    p = run_cli("load", str(w / "data.csv"), "-t", "cassandra", "--server", "cassandra://bench:hunter22@127.0.0.1:9",
-                check=False)
-    assert_one_line(p.returncode, p.stderr.decode(), "a user or password in the URL is not supported")
-    assert b"hunter22" not in p.stderr + p.stdout
-
-
-def test_a_cassandra_url_with_a_password_is_one_line_without_it(w):
-    p = run_cli("load", str(w / "data.csv"), "-t", "cassandra", "--server", "cassandra://bench:hunter22@127.0.0.1:9",
-                check=False)
-    assert_one_line(p.returncode, p.stderr.decode(), "a user or password in the URL is not supported")
-    assert b"hunter22" not in p.stderr + p.stdout
-
-
 @pytest.mark.parametrize("gen", ["scale=abc", "scale=2,bogus=1", f"scale=1,start={END},end={END}"])
 def test_a_failed_load_generate_leaves_no_temporary_folder(capsys, monkeypatch, tmp_path, gen):
     import tempfile

@@ -157,7 +157,8 @@ def test_a_ctrl_c_while_the_cluster_closes_is_not_lost_and_the_close_finishes(mo
 
     import distributed
 
-    from tsbench.cluster.address import open_cluster, parse
+    from tsbench.cluster.address import open_cluster
+    from tsbench.core.clusteraddress import parse
 
     real, seen = distributed.Client._close, []
 
@@ -187,14 +188,14 @@ def joined():
 
 def _other_build() -> None:
     import tsbench.cluster.facts as f
-    from tsbench.core.hostfacts import client_facts
+    from tsbench.cluster.clientfacts import client_facts
 
     f.client_facts = lambda: {**client_facts(), "build": "0000000000000000"}
 
 
 def _same_build() -> None:
     import tsbench.cluster.facts as f
-    from tsbench.core.hostfacts import client_facts
+    from tsbench.cluster.clientfacts import client_facts
 
     f.client_facts = client_facts
 

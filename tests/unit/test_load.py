@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 
 import numpy as np
@@ -304,3 +305,18 @@ def test_third_party_target_through_entry_point(monkeypatch):
     ep = EntryPoint("mydb", "tsbench.databases.null.target:NullTarget", databases.TARGET_GROUP)
     monkeypatch.setattr(databases, "entry_points", lambda group: [ep] if group == databases.TARGET_GROUP else [])
     assert "mydb" in databases.names() and databases.target_class("mydb").name == "null"
+
+
+def test_a_target_that_needs_a_url_says_so_in_one_check():
+    """needs_url is class data; the base class alone refuses a missing URL, with the target's example."""
+    from tsbench import databases
+    from tsbench.core.errors import UserError
+
+    need = [n for n in databases.names() if databases.target_class(n).needs_url]
+    assert set(need) == set(databases.names()) - {"null"}
+    for n in need:
+        cls = databases.target_class(n)
+        with pytest.raises(UserError, match=f"^target {n}: needs a server: --server local or --server "
+                                            f"{re.escape(cls.url_example)}$"):
+            cls(None)
+    databases.target_class("null")(None)

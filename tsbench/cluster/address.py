@@ -1,6 +1,7 @@
-"""`--cluster ADDRESS` (phases 2 and 4): `local:N` starts a Dask LocalCluster of N worker
-processes on this machine (one thread each, on 127.0.0.1, closed at the end; they start
-with SIGINT blocked, so a Ctrl-C reaches the driver alone, which stops them);
+"""Opening `--cluster ADDRESS` (phases 2 and 4; the address's syntax is
+core/clusteraddress.py's): `local:N` starts a Dask LocalCluster of N worker processes
+on this machine (one thread each, on 127.0.0.1, closed at the end; they start with
+SIGINT blocked, so a Ctrl-C reaches the driver alone, which stops them);
 `tcp://HOST:PORT` joins a running Dask scheduler and uses the workers it has."""
 
 from __future__ import annotations
@@ -8,56 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import signal
-from dataclasses import dataclass
-from typing import Annotated
 
-from pydantic import AfterValidator
-
-from tsbench.core.bounds import MAX_PROCESSES
+from tsbench.core.clusteraddress import Address
 from tsbench.core.errors import UserError
 
 CONNECT_S = 10.0          # bound on reaching a scheduler, and on a LocalCluster's workers starting
-_LOCAL = re.compile(r"local:(\d+)")
-_TCP = re.compile(r"(tcp|tls)://[^\s/:]+:\d+")
-
-
-@dataclass(frozen=True)
-class Address:
-    text: str
-    local_workers: int | None       # N of local:N, None for a scheduler's address
-
-
-def parse(text: str) -> Address:
-    """local:N or tcp://host:port, else one line saying what is accepted."""
-    m = _LOCAL.fullmatch(text.strip())
-    if m:
-        n = int(m.group(1))
-        if n < 1:
-            raise UserError(f"--cluster: local:N needs at least 1 worker, got {text!r}")
-        if n > MAX_PROCESSES:
-            raise UserError(f"--cluster: local:N starts N worker processes here, at most {MAX_PROCESSES}; got {text!r}")
-        return Address(text.strip(), n)
-    if _TCP.fullmatch(text.strip()):
-        return Address(text.strip(), None)
-    raise UserError(f"--cluster: {text!r} is neither local:N (N worker processes here) "
-                    "nor a Dask scheduler's address tcp://HOST:PORT")
-
-
-def _checked(v: str | None) -> str | None:
-    """An address in a pydantic model: parse()'s word, without the option's name."""
-    if v is not None:
-        try:
-            parse(v)
-        except UserError as exc:
-            raise ValueError(str(exc).removeprefix("--cluster: ")) from None
-    return v
-
-
-ClusterAddress = Annotated[str | None, AfterValidator(_checked)]     # a field of a phase's options
-
-
 @contextlib.asynccontextmanager
 async def open_cluster(addr: Address):
     """An asynchronous dask.distributed Client with at least one worker; a LocalCluster

@@ -16,13 +16,14 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from tsbench.cluster.address import open_cluster, parse
+from tsbench.cluster.address import open_cluster
+from tsbench.cluster.clientfacts import client_facts
 from tsbench.cluster.facts import check_same_build, worker_facts
 from tsbench.cluster.merge import merged_timeline, on_driver_clock, shift_of
 from tsbench.cluster.shares import GeneratedData
 from tsbench.cluster.slot import ShareJob, SlotJob, make_share, remove_shares, run_slot
+from tsbench.core.clusteraddress import parse
 from tsbench.core.errors import LoadError, UserError
-from tsbench.core.hostfacts import client_facts
 from tsbench.data.batches import byte_ranges
 from tsbench.databases.shared.spread import target_options
 

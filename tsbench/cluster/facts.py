@@ -5,8 +5,8 @@ differ."""
 
 from __future__ import annotations
 
+from tsbench.cluster.clientfacts import client_facts
 from tsbench.core.errors import UserError
-from tsbench.core.hostfacts import client_facts
 
 
 async def worker_facts(client, target: str) -> dict[str, dict]:

@@ -96,7 +96,8 @@ async def _run(job: SlotJob, live, stop) -> dict:
     from tsbench import databases
     from tsbench.data.batches import BatchReader, csv_layout
     from tsbench.databases.shared.spread import make_target
-    from tsbench.load.pump import N_COUNTERS, pump
+    from tsbench.load.measures import N_COUNTERS
+    from tsbench.load.pump import pump
 
     t = make_target(databases.target_class(job.target), job.url, job.options)
     await t.open()

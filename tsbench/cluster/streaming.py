@@ -20,7 +20,7 @@ from tsbench.core.errors import UserError
 from tsbench.core.watch import bounded, watchdog
 from tsbench.data.datafile import tables_of
 from tsbench.databases.shared.spread import target_options
-from tsbench.load.run import CpuSpent
+from tsbench.load.measures import CpuSpent
 from tsbench.stream.run import StreamError, StreamResult, timed_then_verified
 from tsbench.stream.stats import merged
 

@@ -57,7 +57,7 @@ def load(datafile, target_name, server, options, server_options, ports, gen, jso
     opts = build(LoadOptions, settings, progress=not quiet)
     opts.check()
     if opts.cluster:
-        from tsbench.cluster.address import parse
+        from tsbench.core.clusteraddress import parse
 
         parse(opts.cluster)
     topts = key_values(options, "--option")

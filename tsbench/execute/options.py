@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from tsbench.cluster.address import ClusterAddress
+from tsbench.core.clusteraddress import ClusterAddress
 from tsbench.core import bounds
 from tsbench.core.options import Cli, Stalls
 

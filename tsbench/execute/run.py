@@ -71,7 +71,7 @@ class ExecOptions:
             self._check_cluster()
 
     def _check_cluster(self) -> None:
-        from tsbench.cluster.address import parse
+        from tsbench.core.clusteraddress import parse
 
         parse(self.cluster)
         if self.cache in ("cold", "cold-query"):

@@ -39,7 +39,7 @@ from pydantic import (
     field_validator,
 )
 
-from tsbench.cluster.address import ClusterAddress
+from tsbench.core.clusteraddress import ClusterAddress
 from tsbench.core import bounds, secrets, yamlfile
 from tsbench.core.errors import UserError
 from tsbench.data.dataset import DatasetSpec

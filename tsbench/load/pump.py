@@ -1,7 +1,7 @@
-"""The writers' pump of phase 2, shared by `load` (one process, several, or a --cluster
-slot) and `stream`: batches sent with a jittered exponential backoff while the server
-pushes back (Retryable), N asyncio workers keeping N batches in flight, and the
-per-slot counters the progress, the stall watch and the totals read."""
+"""The writers' pump of phase 2, run by `load` (one process, several, or a --cluster
+slot): N asyncio workers keeping N batches in flight, each batch sent through
+write_with_backoff (databases/shared/backoff.py), and the per-slot counters
+(measures.py) the progress, the stall watch and the totals read."""
 
 from __future__ import annotations
 
@@ -9,47 +9,10 @@ import asyncio
 import contextlib
 import gc
 import random
-import time
-from dataclasses import dataclass
 
-from tsbench.core.errors import LoadError, Retryable
-from tsbench.core.options import default_of
+from tsbench.databases.shared.backoff import write_with_backoff
 from tsbench.databases.shared.target import Target
-from tsbench.load.options import Writes
-
-# shared counters, one row per process or slot: rows, values, bytes, batches, backoffs, backoff_us
-N_COUNTERS = 6
-
-
-@dataclass
-class BackoffRule:
-    """How long to wait between tries of a pushed-back batch, and for how long at most
-    (LoadOptions and StreamOptions are one)."""
-
-    backoff_base: float = 0.05      # seconds, doubled per consecutive push-back of a batch
-    backoff_cap: float = 5.0
-    give_up_after: float = default_of(Writes, "give_up_after")   # seconds of push-back on one batch before failing
-
-
-async def write_with_backoff(target: Target, b, opts: BackoffRule, rng: random.Random, backed_off) -> None:
-    """target.write(b), again after a jittered exponential backoff (opts.backoff_base doubled
-    per push-back, at most opts.backoff_cap) while the server pushes back (Retryable), for at
-    most opts.give_up_after seconds; backed_off(pause) hears of each pause. Load and stream
-    share it."""
-    attempt, first = 0, None
-    while True:
-        try:
-            await target.write(b)
-            return
-        except Retryable as exc:
-            now = time.monotonic()
-            first = first or now
-            if now - first > opts.give_up_after:
-                raise LoadError(f"gave up after {now - first:.0f} s of push-back on one batch: {exc}") from None
-            pause = rng.uniform(0, min(opts.backoff_cap, opts.backoff_base * (2 ** attempt)))
-            attempt += 1
-            backed_off(pause)
-            await asyncio.sleep(pause)
+from tsbench.load.measures import N_COUNTERS
 
 
 async def pump(target: Target, batches, opts, counters, slot: int) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import multiprocessing as mp
 import os
-import resource
 import socket
 import sys
 import time
@@ -27,11 +26,13 @@ from tsbench.core.options import options_fields
 from tsbench.core.watch import Stalled, bounded, watchdog
 from tsbench.data.batches import BatchReader, byte_ranges, csv_layout
 from tsbench.data.datafile import DataFile
+from tsbench.databases.shared.backoff import BackoffRule
 from tsbench.databases.shared.server import allocated_bytes
 from tsbench.databases.shared.spread import make_target, target_options
 from tsbench.databases.shared.target import Target
+from tsbench.load.measures import N_COUNTERS, CpuSpent, batches_answered, count_settled, counter_totals
 from tsbench.load.options import LoadCommand
-from tsbench.load.pump import N_COUNTERS, BackoffRule, first_error, pump
+from tsbench.load.pump import first_error, pump
 from tsbench.load.verify import check
 
 COMPACT_STALLS = 15          # compaction may take this many --stall-timeout bounds (30 min at the default)
@@ -157,7 +158,7 @@ class _Sampler:
             self.task = self.bar.add_task(label, total=max(total_rows, 1), rate="")
 
     def totals(self) -> list[int]:
-        return [sum(self.c[i * N_COUNTERS + k] for i in range(self.p)) for k in range(N_COUNTERS)]
+        return counter_totals(self.c, self.p)
 
     def sample(self) -> None:
         t = time.perf_counter() - self.t0
@@ -181,49 +182,6 @@ class _Sampler:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
-
-
-def _cpu_self() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def _cpu_children() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def _cpu_of(pids: list[int]) -> float | None:
-    """CPU seconds of server processes and their children (None without pids)."""
-    if not pids:
-        return None
-    import psutil
-
-    total = 0.0
-    for pid in pids:
-        try:
-            p = psutil.Process(pid)
-            for q in [p] + p.children(recursive=True):
-                t = q.cpu_times()
-                total += t.user + t.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
-
-
-class CpuSpent:
-    """CPU seconds from now on (load's and stream's timed parts): this process's and its
-    reaped children's, and the server processes' (None without their pids)."""
-
-    def __init__(self, server_pids: list[int] | None):
-        self.pids = server_pids
-        self.client0, self.server0 = _cpu_self() + _cpu_children(), _cpu_of(server_pids)
-
-    def into(self, res) -> None:
-        """Set res.client_cpu_seconds and res.server_cpu_seconds to the seconds spent since."""
-        res.client_cpu_seconds = _cpu_self() + _cpu_children() - self.client0
-        if self.server0 is not None:
-            res.server_cpu_seconds = _cpu_of(self.pids) - self.server0
 
 
 async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | None = None,
@@ -271,7 +229,7 @@ async def _timed(target: Target, df: DataFile, tables: Tables, opts: LoadOptions
     sampler = _Sampler(counters, parts, df.rows, f"load {res.target}", opts.progress)
     cpu = CpuSpent(server_pids)
     ticker = asyncio.create_task(sampler.run())
-    answered = _answered(counters, parts)
+    answered = batches_answered(counters, parts)
     run = None
     try:
         async with watchdog(f"load into {res.target}", progress=answered, stall_seconds=opts.stall_seconds):
@@ -304,13 +262,6 @@ async def _timed(target: Target, df: DataFile, tables: Tables, opts: LoadOptions
             res.client_cpu_seconds += run.cpu_seconds
 
 
-def _answered(counters, processes: int):
-    """Batches the server answered so far, acknowledged or pushed back (the stall measure)."""
-    def count() -> int:
-        return sum(counters[k * N_COUNTERS + 3] + counters[k * N_COUNTERS + 4] for k in range(processes))
-    return count
-
-
 async def _settle(target: Target, df: DataFile, tables: Tables, opts: LoadOptions, res: LoadResult,
                   datadir: str | None) -> None:
     """Untimed: flush, verify the count and then the values (verify.check, as `tsbench
@@ -321,7 +272,7 @@ async def _settle(target: Target, df: DataFile, tables: Tables, opts: LoadOption
     if opts.verify:
         res.counted = res.counted_by_slots if res.counted_by_slots is not None else \
             await bounded(f"count in {what}", bound + type(target).settle_seconds,
-                          _count_settled(target, tables, res.expected))
+                          count_settled(target, tables, res.expected))
         res.verified = res.counted == res.expected
         if not res.verified:
             raise LoadError(f"verify failed: {res.target} holds {res.counted:,} {res.count_unit}, "
@@ -339,18 +290,6 @@ async def _settle(target: Target, df: DataFile, tables: Tables, opts: LoadOption
     res.own_disk_bytes = res.disk.get(type(target).own_disk_figure) if type(target).own_disk_figure else None
     if datadir:
         res.datadir_bytes = res.disk["datadir_allocated_bytes"] = allocated_bytes(datadir)
-
-
-async def _count_settled(target: Target, tables: Tables, expected: int) -> int:
-    """The count, taken again (after a flush) while it falls short, for up to the target's
-    settle_seconds: some stores make acknowledged data searchable a moment later."""
-    deadline = time.monotonic() + type(target).settle_seconds
-    counted = await target.count(tables)
-    while counted < expected and time.monotonic() < deadline:
-        await asyncio.sleep(0.5)
-        await target.flush()
-        counted = await target.count(tables)
-    return counted
 
 
 async def _load_processes(target: Target, df: DataFile, tables: Tables, opts: LoadOptions, counters) -> None:

@@ -24,9 +24,10 @@ from tsbench.core.timeutil import format_time
 from tsbench.core.watch import Stalled, bounded, watchdog
 from tsbench.data.datafile import tables_of
 from tsbench.data.dataset import Dataset
+from tsbench.databases.shared.backoff import BackoffRule, write_with_backoff
 from tsbench.databases.shared.target import Target
-from tsbench.load.pump import BackoffRule, first_error, write_with_backoff
-from tsbench.load.run import CpuSpent, _count_settled
+from tsbench.load.measures import CpuSpent, count_settled
+from tsbench.load.pump import first_error
 from tsbench.stream.fresh import Freshness, check_probe
 from tsbench.stream.live import LiveTable
 from tsbench.stream.metrics import MetricsEndpoint
@@ -86,7 +87,7 @@ class StreamOptions(BackoffRule):
 
     def _check_cluster(self) -> None:
         """What runs from one client only is refused with --cluster, by name."""
-        from tsbench.cluster.address import parse
+        from tsbench.core.clusteraddress import parse
 
         parse(self.cluster)
         one = [name for name, on in (("--queries", self.queries is not None), ("--freshness", self.freshness),
@@ -436,7 +437,7 @@ async def verify_count(target, ds: Dataset, tables: Tables, epoch: int, opts: St
     res.expected = res.rows if res.count_unit == "rows" else res.values
     await bounded(f"flush of {res.target}", opts.stall_seconds, target.flush())
     res.counted = await bounded(f"count in {res.target}", opts.stall_seconds + type(target).settle_seconds,
-                                _count_settled(target, written, res.expected))
+                                count_settled(target, written, res.expected))
     res.verified = res.counted == res.expected
     if not res.verified:
         raise StreamError(f"verify failed: {res.target} holds {res.counted:,} {res.count_unit}, "

@@ -2,7 +2,7 @@
 measurement the ops of a C template (native.Template) that renders one CSV line
 of a split batch (`time,tag1..tagN,field1..fieldM`) as a statement of a CQL
 BATCH message: the prepared id and the bound values in the protocol's binary
-form. Plain data; load.py runs it, the cql*.py dialects (the queries) read the
+form. Plain data; target.py runs it, the dialects/ modules (the queries) read the
 same layouts.
 
 schema=series (the seed's and TSBS's): `series_double` / `series_bigint`

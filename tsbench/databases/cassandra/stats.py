@@ -1,8 +1,8 @@
 """What Cassandra holds of a measurement, value by value in aggregate (phase 2, value
-verification: load.py's stats()), for both layouts (schema.py). Aggregates over a
+verification: target.py's stats()), for both layouts (schema.py). Aggregates over a
 whole table are a scan the server may time out on a busy machine, so every
 statement names one partition (a series' field and day for schema=series, a series'
-day for schema=wide) and the window's clustering range; load.py runs them a few at
+day for schema=wide) and the window's clustering range; target.py runs them a few at
 a time, each bounded by the request timeout and retried as counts are.
 
 An integer column is summed as `sum(cast(x AS varint))`: Cassandra 5.0's

@@ -48,9 +48,9 @@ this URL; with neither it is skipped, saying why. disk_bytes(): nodetool
 tablestats' "Space used (live)" of the keyspace's tables, else (no JMX)
 system_views.disk_usage (whole MiB).
 
-Queries: the dialects (cql_series.py, cql_wide.py, on cql.py) render a plan
+Queries: the dialects (dialects/series.py, dialects/wide.py, on dialects/base.py) render a plan
 (statements with `?` markers and a finish() that computes the canonical rows on
-the client); see cql.py's docstring for the
+the client); see dialects/base.py's docstring for the
 contract this class keeps (the partition index read in attach(), statements
 prepared in prepare(), run concurrently, finish() timed as client work).
 
@@ -115,12 +115,10 @@ with warnings.catch_warnings():      # the option is named `schema`, like BaseMo
         request_timeout: float = Field(60.0, gt=0, le=bounds.MAX_SECONDS)            # seconds, per statement
 
 
-def parse_url(url: str | None) -> list[tuple[str, int]]:
+def parse_url(url: str) -> list[tuple[str, int]]:
     """cassandra://host:port[,host2:port2] -> [(host, port), ...]. A user or password, a
     path or a query are refused in one line (the password never in it): tsbench connects
     without authentication, and the keyspace is an option."""
-    if not url:
-        raise UserError("target cassandra: needs a server: --server local or --server cassandra://HOST:9042")
     parts = urlsplit(url)
     if parts.scheme != "cassandra" or not parts.netloc:
         raise UserError(f"target cassandra: {mask(url)}: not a cassandra://host:port[,host:port] URL")
@@ -173,6 +171,8 @@ def token_slices(n: int) -> list[tuple[int, int]]:
 
 class CassandraTarget(Target):
     name = "cassandra"
+    needs_url = True
+    url_example = "cassandra://HOST:9042"
     format = "csv"
     server_kind = "cassandra"
     count_unit = "values"          # both schemas: the unit is the class's, whatever the options
@@ -408,7 +408,7 @@ class CassandraTarget(Target):
         return self.dialects[self.dialect_name()](self.ks)
 
     async def _read_index(self) -> None:
-        """The partitions that exist (cql.py's index statements, every page), untimed."""
+        """The partitions that exist (dialects/base.py's index statements, every page), untimed."""
         cls = self.dialects[self.dialect_name()]
         stmts = cls.index_queries(self.ks, self._tables)
         index = [await self.db.rows(cql) for cql in stmts]

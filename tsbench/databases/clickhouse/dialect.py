@@ -1,19 +1,16 @@
-"""ClickHouse's queries (phases 3-5): the shared SQL dialect spelled for
-ClickHouse (backquoted names, time as DateTime64(9) read with
-toUnixTimestamp64Nano, buckets by toStartOfInterval), run in a worker thread;
-the answer is ClickHouse's ArrowStream bytes, decoded to canonical rows after
-the timed pass."""
+"""ClickHouse's queries (phase 3 render; target.py runs them in phase 4): the
+shared SQL dialect spelled for ClickHouse (backquoted names, time as
+DateTime64(9) read with toUnixTimestamp64Nano, buckets by toStartOfInterval);
+the answer is ClickHouse's ArrowStream bytes, decoded here to canonical rows
+after the timed pass."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 import pyarrow as pa
 
-from tsbench.core.errors import Fatal
-from tsbench.databases.shared import printable
-from tsbench.queries.base import Answer, SqlSpelling
+from tsbench.queries.base import SqlSpelling
 from tsbench.queries.sql import Sql
 
 
@@ -70,38 +67,3 @@ def decode(raw: bytes) -> list[tuple]:
         return []
     t = pa.ipc.open_stream(raw).read_all()
     return list(zip(*(c.to_pylist() for c in t.columns)))
-
-
-class ClickHouseQueries:
-    """The query half of ClickHouseTarget: its dialect and query()."""
-
-    dialects = {"sql": ClickHouseSql}
-
-    def dialect(self) -> Sql:
-        return ClickHouseSql(ClickHouseSpelling(self.options.database))
-
-    async def prepare(self, workers: int) -> None:
-        """The connections `workers` concurrent queries use, opened before timing."""
-        await asyncio.to_thread(self.engine.reserve, workers)
-
-    async def query(self, native: str) -> Answer:
-        """Run a query in a worker thread, to the answer's last byte. In-process (chdb) no
-        wire: bytes not measured; over HTTP the answer's bytes; the time to the first byte
-        is not seen (the driver hands the body over whole)."""
-        raw = await asyncio.to_thread(self.engine.arrow, native)       # Fatal/Retryable in the server's words
-        return Answer(raw, None if self.in_process else len(raw), None)
-
-    def canonical(self, native: str, answer: Answer) -> list[tuple]:
-        try:
-            return decode(answer.raw)
-        except pa.ArrowException as exc:
-            raise Fatal(f"clickhouse: unreadable answer: {exc}") from None
-
-    def answer_lines(self, native: str, answer: Answer, max_rows: int) -> list[str]:
-        """The ArrowStream answer as a table: its column names and rows."""
-        if not answer.raw:
-            return ["(empty body: no rows)"]
-        try:
-            return printable.arrow_lines(pa.ipc.open_stream(answer.raw).read_all(), max_rows)
-        except pa.ArrowException as exc:
-            return [f"(unreadable ArrowStream answer, {len(answer.raw)} bytes: {exc})"]

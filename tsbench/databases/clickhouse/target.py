@@ -7,7 +7,8 @@ inserted with one INSERT per table (ArrowStream); never row by row.
 Where it runs is the URL's scheme: `chdb:DIR` is the engine in-process (chdb,
 a data dir; `--server local` makes a fresh one in tsbench's instance dir),
 `http[s]://[user[:password]@]host[:port]` a ClickHouse server someone runs
-(clickhouse-connect). Queries (phases 3-5) are sql.py's."""
+(clickhouse-connect). Queries (phases 3-5): rendered by dialect.py, run here
+in a worker thread."""
 
 from __future__ import annotations
 
@@ -16,17 +17,20 @@ import pathlib
 import shutil
 from typing import Literal
 
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
-from tsbench.core.errors import UserError
+from tsbench.core.errors import Fatal, UserError
 from tsbench.core.model import Batch, Table, Tables, TableStats
-from tsbench.databases.clickhouse.dialect import ClickHouseQueries, bq, decode
+from tsbench.databases.clickhouse.dialect import ClickHouseSpelling, ClickHouseSql, bq, decode
 from tsbench.databases.clickhouse.engines import Chdb, HttpServer
+from tsbench.databases.shared import printable
 from tsbench.databases.shared.arrow_csv import CsvToArrow
 from tsbench.databases.shared.server import allocated_bytes
 from tsbench.databases.shared.sqlstats import EXACT, fields_sql, series_sql, table_stats
 from tsbench.databases.shared.target import Target, exists_error
-from tsbench.queries.base import lit
+from tsbench.queries.base import Answer, lit
+from tsbench.queries.sql import Sql
 
 SQL_TYPES = {"float": "Float64", "int": "Int64"}
 # codec option -> CODEC of (time, int fields, float fields); lz4 is ClickHouse's default (no clause)
@@ -48,8 +52,10 @@ class ClickHouseOptions(BaseModel):
     threads: int | None = Field(None, ge=1)              # max_threads of each query (default: ClickHouse's)
 
 
-class ClickHouseTarget(ClickHouseQueries, Target):
+class ClickHouseTarget(Target):
     name = "clickhouse"
+    needs_url = True
+    url_example = "chdb:DIR (in-process) or --server http://HOST:8123"
     format = "csv"
     count_unit = "rows"
     value_checks = EXACT
@@ -57,6 +63,7 @@ class ClickHouseTarget(ClickHouseQueries, Target):
     multiprocess = False                # chdb: one engine per process, one process per data dir
     options_model = ClickHouseOptions
     own_disk_figure = "clickhouse_bytes_on_disk"
+    dialects = {"sql": ClickHouseSql}
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -160,3 +167,33 @@ class ClickHouseTarget(ClickHouseQueries, Target):
 
     async def version(self) -> str:
         return (await asyncio.to_thread(self._rows, "SELECT version()"))[0][0]
+
+    # ---- phases 3-5: queries ------------------------------------------------------------------
+    def dialect(self) -> Sql:
+        return ClickHouseSql(ClickHouseSpelling(self.options.database))
+
+    async def prepare(self, workers: int) -> None:
+        """The connections `workers` concurrent queries use, opened before timing."""
+        await asyncio.to_thread(self.engine.reserve, workers)
+
+    async def query(self, native: str) -> Answer:
+        """Run a query in a worker thread, to the answer's last byte. In-process (chdb) no
+        wire: bytes not measured; over HTTP the answer's bytes; the time to the first byte
+        is not seen (the driver hands the body over whole)."""
+        raw = await asyncio.to_thread(self.engine.arrow, native)       # Fatal/Retryable in the server's words
+        return Answer(raw, None if self.in_process else len(raw), None)
+
+    def canonical(self, native: str, answer: Answer) -> list[tuple]:
+        try:
+            return decode(answer.raw)
+        except pa.ArrowException as exc:
+            raise Fatal(f"clickhouse: unreadable answer: {exc}") from None
+
+    def answer_lines(self, native: str, answer: Answer, max_rows: int) -> list[str]:
+        """The ArrowStream answer as a table: its column names and rows."""
+        if not answer.raw:
+            return ["(empty body: no rows)"]
+        try:
+            return printable.arrow_lines(pa.ipc.open_stream(answer.raw).read_all(), max_rows)
+        except pa.ArrowException as exc:
+            return [f"(unreadable ArrowStream answer, {len(answer.raw)} bytes: {exc})"]

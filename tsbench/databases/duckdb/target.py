@@ -3,7 +3,8 @@ fields). Each batch is split by measurement in the C core, parsed into Arrow
 by pyarrow's CSV reader and appended with one INSERT ... SELECT per table;
 never row by row. The database is a file: `--server local` uses a fresh file
 in tsbench's instance dir, a URL `duckdb:PATH` (or a plain path) names one.
-Queries (phases 3-5) are sql.py's."""
+Queries (phases 3-5): the reference SQL (dialect.py), run here in a worker
+thread on a cursor of the loading connection (one per worker, made before timing)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from pydantic import BaseModel, ConfigDict
 
 from tsbench.core.errors import Fatal, UserError
 from tsbench.core.model import Batch, Table, Tables, TableStats
-from tsbench.databases.duckdb.dialect import DuckDBQueries
+from tsbench.databases.duckdb.dialect import DIALECTS
 from tsbench.databases.shared.arrow_csv import CsvToArrow
 from tsbench.databases.shared.server import allocated_bytes
 from tsbench.databases.shared.sqlstats import EXACT, fields_sql, series_sql, table_stats
 from tsbench.databases.shared.target import Target, exists_error
-from tsbench.queries.base import q
+from tsbench.queries.base import Answer, RowSet, q
 
 SQL_TYPES = {"float": "DOUBLE", "int": "BIGINT"}
 
@@ -31,14 +32,17 @@ class DuckDBOptions(BaseModel):
     threads: int | None = None          # DuckDB's own thread count (default: its own choice)
 
 
-class DuckDBTarget(DuckDBQueries, Target):
+class DuckDBTarget(Target):
     name = "duckdb"
+    needs_url = True
+    url_example = "duckdb:PATH"
     format = "csv"
     count_unit = "rows"
     server_kind = None
     multiprocess = False
     options_model = DuckDBOptions
     own_disk_figure = "duckdb_database_size"
+    dialects = DIALECTS
     value_checks = EXACT
 
     def __init__(self, url=None, options=None):
@@ -137,3 +141,35 @@ class DuckDBTarget(DuckDBQueries, Target):
 
     async def version(self) -> str:
         return duckdb.__version__
+
+    # ---- phases 3-5: queries ------------------------------------------------------------------
+    async def prepare(self, workers: int) -> None:
+        """One cursor per worker, made before timing (a query takes a free one)."""
+        while len(self._qcursors) < workers:
+            cur = self.con.cursor()
+            self._qcursors.append(cur)
+            self._qfree.append(cur)
+
+    async def query(self, native: str) -> Answer:
+        """Run a query on a free cursor in a worker thread, to the rows fetched;
+        in-process, so no wire: bytes and the first byte are not measured (None)."""
+        cur = self._qfree.pop() if self._qfree else None
+        if cur is None:
+            await self.prepare(len(self._qcursors) + 1)
+            cur = self._qfree.pop()
+        running = asyncio.ensure_future(asyncio.to_thread(lambda: cur.execute(native).fetchall()))
+        try:
+            rows = await asyncio.shield(running)
+            names = [d[0] for d in cur.description or ()]
+        except asyncio.CancelledError:           # Ctrl-C, a timeout: the query stops before its cursor is free
+            cur.interrupt()
+            await asyncio.wait([running])
+            if not running.cancelled():
+                running.exception()              # the interrupted query's error is no news
+            raise
+        except duckdb.Error as exc:
+            raise Fatal(f"duckdb: {exc}") from None
+        finally:
+            if running.done():
+                self._qfree.append(cur)
+        return Answer(RowSet(names, rows), None, None)

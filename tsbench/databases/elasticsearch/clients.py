@@ -11,9 +11,9 @@ package would otherwise ask an 8.x server for version 9).
 
 Bodies stay bytes both ways: the request bodies are the C-rendered bulk NDJSON and the
 dialect's JSON, passed through the library's serializer untouched, and the answers
-come back as the raw body (a serializer that does not parse), so load.py reads them
+come back as the raw body (a serializer that does not parse), so target.py reads them
 as it reads aiohttp's. The libraries' own retries are off (the loader retries).
-The calls load.py makes of its HttpClient (post, timed_post, warm) are here too, with
+The calls target.py makes of its HttpClient (post, timed_post, warm) are here too, with
 the same errors: push-back (429, 502-504, es_rejected_execution_exception) and a
 lost connection during a bulk are Retryable, other refusals Fatal with the server's
 words; a library refusing the server is a one-line UserError naming the fix.
@@ -59,7 +59,7 @@ class _Raw:
 
 
 class LibraryClient:
-    """A library client behind the calls load.py makes (request, post, timed_post, warm)."""
+    """A library client behind the calls target.py makes (request, post, timed_post, warm)."""
 
     name = ""            # e.g. "opensearch-py 3.2.0"
 

@@ -1,7 +1,7 @@
 """The Elasticsearch/OpenSearch query DSL dialect (phase 3 render, phase 5 read back):
 every catalog shape as `_search` requests whose answers have the exact meaning of
 the shape's SQL (queries/shapes.py, queries/iot.py), and the reading of their JSON
-answers into canonical rows. load.py (ElasticsearchTarget) sends the requests (phase 4).
+answers into canonical rows. target.py (ElasticsearchTarget) sends the requests (phase 4).
 
 Index layout (templates.py): one index per measurement, named as it; `time` date_nanos,
 tags keyword, float fields double, int fields long; a NULL is an absent field.
@@ -25,7 +25,7 @@ How the shapes are stated:
   counts (zero statuses by a `range` aggregation, not a query on the field); the
   HAVINGs and outer aggregations are finished on the client (`client`).
 Paged answers are `client` queries: the target asks EsQuery.next(docs) for each page
-after the first inside the timed region (load.py query()). Every catalog type runs.
+after the first inside the timed region (target.py query()). Every catalog type runs.
 
 Ints: the server aggregates long fields in doubles; an int column is rounded back
 (exact up to 2**53). Times: histogram keys are epoch ms; hit times are read from

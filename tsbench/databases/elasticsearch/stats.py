@@ -1,5 +1,5 @@
 """What an Elasticsearch/OpenSearch index holds, value by value in aggregate (phase 2,
-value verification: load.py's stats()). One search per index over the dataset's
+value verification: target.py's stats()). One search per index over the dataset's
 window: a `stats` aggregation per float field (count, min and max exact; the sum a
 double with the server's compensated summation), and for the integer fields one
 `scripted_metric` in Painless that keeps count, min and max as Java longs per shard

@@ -108,6 +108,8 @@ def _reason(body: bytes) -> str:
 
 class ElasticsearchTarget(Target):
     name = "elasticsearch"
+    needs_url = True
+    url_example = "http://HOST:9200"
     format = "csv"
     count_unit = "rows"
     server_kind = "opensearch"
@@ -131,9 +133,6 @@ class ElasticsearchTarget(Target):
 
     # ---- connect ------------------------------------------------------------------------
     async def open(self) -> None:
-        if not self.url:
-            raise UserError("target elasticsearch: needs a url (server: local, server: local:elasticsearch, "
-                            "or server: {url: http://host:9200})")
         self.http = HttpClient(self.url, self.what, pushback_words=PUSHBACK_WORDS)
         await self.http.open(probe_path="/")
         status, body = await self.http.get("/")

@@ -79,7 +79,7 @@ def _j(s: str) -> bytes:
 def bulk_ops(t: Table) -> list[tuple]:
     """The ops of native.Template that turn one of t's split CSV lines (time, tags,
     fields) into a bulk `create` action line and its document (no _id: the server
-    makes one; see load.py for why a retry cannot double a document)."""
+    makes one; see target.py for why a retry cannot double a document)."""
     ops: list[tuple] = [("lit", b'{"create":{"_index":' + _j(t.name) + b'}}\n{"time":"'), ("col", 0, "raw"),
                         ("lit", b'"')]
     for i, tag in enumerate(t.tags, 1):

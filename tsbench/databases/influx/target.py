@@ -83,6 +83,8 @@ class InfluxQuery:
 
 class InfluxTarget(Target):
     name = "influx"
+    needs_url = True
+    url_example = "http://HOST:8086"
     format = "influx"
     count_unit = "values"
     value_checks = {k: None for k in STAT_KINDS}   # InfluxQL count/sum/min/max; series by the index
@@ -117,8 +119,6 @@ class InfluxTarget(Target):
 
     # ---- connection ---------------------------------------------------------------------
     async def open(self) -> None:
-        if not self.url:
-            raise UserError("target influx: needs a url (server: local, or server: {url: http://host:8086})")
         self.http = HttpClient(self.url, self.what, pushback_words=PUSHBACK_WORDS)
         await self.http.open(probe_path="/ping")
         async with self.http.session.get(self.url + "/ping") as r:

@@ -1,4 +1,4 @@
-"""IoTDB tree-model paths of tsbench's records (phases 2-5): where load.py writes a row
+"""IoTDB tree-model paths of tsbench's records (phases 2-5): where target.py writes a row
 and where the dialect (tree.py) finds it.
 
 A measurement m of database db is the subtree root.<db>.`m`; below it, one level per

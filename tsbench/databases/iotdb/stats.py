@@ -1,5 +1,5 @@
 """What IoTDB holds of a measurement, value by value in aggregate (phase 2, value
-verification: load.py's stats()): one `ALIGN BY DEVICE` aggregation over the
+verification: target.py's stats()): one `ALIGN BY DEVICE` aggregation over the
 dataset's window, a row per device (a tag set, paths.py), the columns read by
 position. Series: the devices with a value in the window.
 

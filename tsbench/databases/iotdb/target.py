@@ -87,6 +87,8 @@ def _one_line(exc: BaseException) -> str:
 
 class IotdbTarget(Target):
     name = "iotdb"
+    needs_url = True
+    url_example = "iotdb://HOST:6667"
     format = "csv"
     count_unit = "values"
     server_kind = "iotdb"
@@ -97,8 +99,6 @@ class IotdbTarget(Target):
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
-        if not self.url:
-            raise UserError("target iotdb: needs a server: --server local or --server iotdb://HOST:6667")
         self.host, self.port, self._user, self._password = _parse_url(self.url)
         self.db = self.options.database
         database_path(self.db)                               # a bad name: one UserError now

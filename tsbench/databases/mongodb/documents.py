@@ -23,7 +23,7 @@ and its event (event_ops); the C core groups a batch's lines by key bytes
 Null tags and fields are left out (no element), as the seed's BSON documents
 did; floats are doubles, ints int64, strings strings. Times keep milliseconds
 (BSON datetimes): a finer time is floored to its millisecond. Plain data;
-load.py runs it, mql.py (the queries) reads the same names."""
+target.py runs it, dialect.py (the queries) reads the same names."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """What a MongoDB collection holds, value by value in aggregate (phase 2, value
-verification: load.py's stats()), as two aggregation pipelines per slice of the
+verification: target.py's stats()), as two aggregation pipelines per slice of the
 dataset's window: one `$group` of every field's count, sum, min and max, and one of
 the distinct `tags` sub-documents. The window is cut into slices of about
 SLICE_ROWS records (whole milliseconds, none shared) so that each pipeline ends

@@ -130,6 +130,8 @@ def one_line(exc: BaseException) -> str:
 
 class MongoTarget(Target):
     name = "mongodb"
+    needs_url = True
+    url_example = "mongodb://HOST:27017"
     format = "csv"
     server_kind = "mongo-java-server"
     count_unit = "rows"
@@ -140,8 +142,6 @@ class MongoTarget(Target):
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
-        if not self.url:
-            raise UserError("target mongodb: needs a server: --server local or --server mongodb://HOST:27017")
         if not self.url.startswith(("mongodb://", "mongodb+srv://")):
             raise UserError("target mongodb: the server must be a mongodb:// URL")
         self.what = "target mongodb"

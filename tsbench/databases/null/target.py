@@ -51,6 +51,8 @@ class NullHttpTarget(Target):
     """POST /write to a sink that counts the lines it got (GET /count)."""
 
     name = "null-http"
+    needs_url = True
+    url_example = "http://HOST:PORT"
     format = "influx"
     count_unit = "rows"
     server_kind = "null-http"

@@ -1,7 +1,7 @@
 """The OpenTSDB dialect (phase 3 render, phase 5 read back): the aggregate and
 rows shapes as POSTs to /api/query (one, or up to three for a window cut inside
 its buckets, below), whose JSON answers are turned into the canonical rows.
-load.py sends them (phase 4).
+target.py sends them (phase 4).
 
 A field f of measurement m is the metric `m.f` (points.py). Every sub-query
 uses the `none` aggregator: OpenTSDB returns each series on its own, and the

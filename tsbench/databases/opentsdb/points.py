@@ -9,7 +9,7 @@ format wrote them. Null fields give no point and null tags no tag (a SEP op
 puts the commas); a time keeps its millisecond (a finer time is floored).
 OpenTSDB stores numbers only, names of a restricted alphabet, and at least one
 tag per point: metric_names() refuses a measurement that breaks these rules
-before anything is written. load.py wraps the points of a batch in `[...]`;
+before anything is written. target.py wraps the points of a batch in `[...]`;
 the dialect (api_query.py) reads the same metric names."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What OpenTSDB holds of a measurement, value by value in aggregate (phase 2, value
-verification: load.py's stats()): one /api/query per field over the dataset's
+verification: target.py's stats()): one /api/query per field over the dataset's
 window (a request's work bounded by one metric's points) whose sub-queries ask the
 field's metric, series by series (aggregator `none`), for its `0all-count`,
 `0all-sum`, `0all-min` and `0all-max`; the series are merged here. Series: the

@@ -65,6 +65,8 @@ class OpenTsdbOptions(BaseModel):
 
 class OpenTsdbTarget(Target):
     name = "opentsdb"
+    needs_url = True
+    url_example = "http://HOST:4242"
     format = "csv"
     count_unit = "values"
     server_kind = "opentsdb"
@@ -77,8 +79,6 @@ class OpenTsdbTarget(Target):
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
-        if not self.url:
-            raise UserError("target opentsdb: needs a server: --server local or --server http://HOST:4242")
         self.what = f"opentsdb at {self.url}"
         self.http: HttpClient | None = None
         self._version = "?"

@@ -1,6 +1,7 @@
 """PostgreSQL as a load target (phase 2): one wide table per measurement
 (time timestamptz, tags, fields as double precision / bigint / text), loaded
-with COPY. Queries (phases 3-5) are sql.py's.
+with COPY. Queries (phases 3-5): rendered by dialect.py, run here on a pool of
+autocommit connections, one per query in flight.
 
 Each batch is split by measurement in the C core (native.split_csv); each
 part goes to the server as one `COPY ... FROM STDIN (FORMAT csv)` fed with a
@@ -57,16 +58,23 @@ from tsbench.core.errors import Fatal, Retryable, UserError
 from tsbench.core.model import Batch, Table, Tables, TableStats
 from tsbench.data import native
 from tsbench.databases.postgres import timescale
-from tsbench.databases.postgres.dialect import TAGS, PostgresQueries, one_line
+from tsbench.databases.postgres.dialect import TAGS, PostgresSpelling
+from tsbench.databases.shared.connecting import timed_connect
 from tsbench.databases.shared.sqlstats import EXACT, fields_sql, series_sql, table_stats
 from tsbench.databases.shared.target import Target, exists_error
-from tsbench.queries.base import lit, q
+from tsbench.queries.base import Answer, RowSet, lit, q
+from tsbench.queries.sql import Sql
 
 SQL_TYPES = {"float": "double precision", "int": "bigint", "string": "text"}
 # SQLSTATEs of push-back: connection trouble (08), serialization failure and
 # deadlock (40), too many connections (53300), lock not available (55P03),
 # shutdown and startup (57P01-57P03).
 RETRY_STATES = ("08", "40", "53300", "55P03", "57P01", "57P02", "57P03")
+
+
+def one_line(exc: BaseException) -> str:
+    """A driver error as one line of its own words."""
+    return "; ".join(x.strip() for x in str(exc).strip().splitlines() if x.strip()) or type(exc).__name__
 
 
 class PostgresOptions(BaseModel):
@@ -178,20 +186,20 @@ class _Session:
         self.staged: set[str] = set()
 
 
-class PostgresTarget(PostgresQueries, Target):
+class PostgresTarget(Target):
     name = "postgres"
+    needs_url = True
+    url_example = "postgresql://USER@HOST:PORT/DB"
     format = "csv"
     count_unit = "rows"
     value_checks = EXACT
     server_kind = "postgres"
     options_model = PostgresOptions
     own_disk_figure = "pg_total_relation_size"
+    dialects = {"sql": Sql}
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
-        if not self.url:
-            raise UserError("target postgres: needs a server: --server local or "
-                            "--server postgresql://USER@HOST:PORT/DB")
         try:
             self._params = conninfo_to_dict(self.url)
             if self.options.password is not None:
@@ -483,3 +491,45 @@ class PostgresTarget(PostgresQueries, Target):
             return ""
         v = (await self._q1("SHOW server_version"))[0].split()[0]
         return v + (f" timescaledb {self._timescale_version}" if self._timescale_version else "")
+
+    # ---- phases 3-5: queries ------------------------------------------------------------------
+    def dialect(self) -> Sql:
+        if self._plans is None:
+            raise Fatal("postgres: render() before create() or attach()")
+        entity = self._plans[0].entity if self._plans else ()
+        return Sql(PostgresSpelling(self.schema, entity, self.options.timescaledb))
+
+    async def prepare(self, workers: int) -> None:
+        """One autocommit connection per worker, opened before timing."""
+        while len(self._qall_conns) < workers:
+            self._qfree.append(await self._query_conn())
+
+    async def _query_conn(self) -> psycopg.AsyncConnection:
+        try:
+            conn = await self._connect(self.options.database)
+        except psycopg.Error as exc:
+            raise Fatal(f"postgres: {one_line(exc)}") from None
+        self._qall_conns.append(conn)
+        return conn
+
+    async def query(self, native: str) -> Answer:
+        """Run a query on a free connection (one opened here is timed apart by the shared
+        transport, connect_s), to the last row received. The time to the first byte is
+        not measured (None): libpq hands over a result whole, and single-row mode would
+        add per-row client work to the latency."""
+        connect_s = None
+        if self._qfree:
+            conn = self._qfree.pop()
+        else:
+            conn, connect_s = await timed_connect(self._query_conn())
+        try:
+            cur = await conn.execute(native)
+            rows = await cur.fetchall()
+            names = [c.name for c in cur.description or ()]
+        except psycopg.Error as exc:
+            raise Fatal(f"postgres: {one_line(exc)}") from None
+        finally:
+            if not conn.closed:
+                self._qfree.append(conn)
+        # libpq does not say how many bytes a result took on the wire: bytes not measured (None)
+        return Answer(RowSet(names, rows), None, None, connect_s=connect_s)

@@ -1,4 +1,4 @@
-"""QuestDB's queries (phase 3 render; load.py runs them in phase 4): the shared
+"""QuestDB's queries (phase 3 render; target.py runs them in phase 4): the shared
 SQL dialect spelled for QuestDB SQL, with QuestDB's own forms where its SQL
 differs or has a better one.
 

@@ -93,6 +93,8 @@ def columns(t: Table) -> list[tuple[str, str]]:
 
 class QuestDbTarget(Target):
     name = "questdb"
+    needs_url = True
+    url_example = "http://HOST:9000"
     format = "influx"
     count_unit = "rows"
     server_kind = "questdb"
@@ -103,8 +105,6 @@ class QuestDbTarget(Target):
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
-        if not self.url:
-            raise UserError("target questdb: needs a server: --server local or --server http://HOST:9000")
         self.what = f"questdb at {self.url}"
         self._gzip = Gzip(self.options, ILP_HEADERS)
         self.http: HttpClient | None = None

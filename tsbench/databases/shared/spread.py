@@ -15,6 +15,7 @@ import random
 
 from tsbench.core.errors import UserError
 from tsbench.core.model import Batch, FieldStats, Table, Tables, TableStats
+from tsbench.databases.shared.backoff import BackoffRule, write_with_backoff
 from tsbench.databases.shared.target import Target
 
 KEYS = ("spread", "spread_count")       # options of the spread itself, not of the target class
@@ -114,7 +115,6 @@ class Spread:
             await m.write(batch)
             return
         from tsbench.data import native
-        from tsbench.load.pump import BackoffRule, write_with_backoff
 
         dst, cuts = native.route_series(self.format, batch.data, len(self.members), self.layout)
         view, opts = memoryview(dst), BackoffRule()

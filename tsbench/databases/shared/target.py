@@ -60,6 +60,8 @@ class Target:
     count_unit: ClassVar[str] = "rows"            # what count() returns: "rows" or "values"
     server_kind: ClassVar[str | None] = None      # Server registry name for server: local; None = in-process
     other_server_kinds: ClassVar[tuple[str, ...]] = ()   # further kinds it runs on: server: local:<kind>
+    needs_url: ClassVar[bool] = False            # True: cannot run without a URL (--server local or one given)
+    url_example: ClassVar[str] = ""              # the form of its URL, for the error when none is given
     # query languages it speaks, the default first: name -> Dialect class (queries/dialect.py)
     dialects: ClassVar[dict[str, type[Dialect]]] = {}
     query_types = _DerivedTypes()                # derived from the dialect: never typed by hand
@@ -79,6 +81,8 @@ class Target:
     def __init__(self, url: str | None = None, options: dict[str, Any] | None = None):
         self.url = url.rstrip("/") if url else url
         self.options = self.parse_options(options or {})
+        if self.needs_url and not self.url:
+            raise UserError(f"target {self.name}: needs a server: --server local or --server {self.url_example}")
 
     @classmethod
     def parse_options(cls, options: dict[str, Any]) -> BaseModel:
@@ -117,7 +121,7 @@ class Target:
     def capabilities(cls) -> dict[str, Any]:
         """Plain data: what this target consumes and supports."""
         return {"name": cls.name, "format": cls.format, "count_unit": cls.count_unit,
-                "server": cls.server_kind,
+                "server": cls.server_kind, "needs_url": cls.needs_url,
                 "other_servers": list(cls.other_server_kinds), "multiprocess": cls.multiprocess, "float_digits": cls.float_digits,
                 "own_disk_figure": cls.own_disk_figure, "keeps_data": cls.keeps_data,
                 "value_checks": dict(cls.value_checks),

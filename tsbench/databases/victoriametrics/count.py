@@ -1,6 +1,6 @@
 """Series selectors and sample counts in MetricsQL (phase 2: create's emptiness
 check and drop, and the count that verifies a load): the PromQL expressions
-and time slices; load.py sends them."""
+and time slices; target.py sends them."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The MetricsQL dialect (phase 3 render, phase 5 read back): the basic shapes
 as requests to /api/v1/query and /api/v1/query_range whose answers have the
 exact meaning of the shape's SQL (queries/shapes.py), and the reading of those
-JSON answers into canonical rows. load.py sends the requests (phase 4).
+JSON answers into canonical rows. target.py sends the requests (phase 4).
 
 One series per field and tag set: a measurement's field f is the metric
 <measurement>_f, its tags are labels. Rows filtered on a field cannot be stated

@@ -6,7 +6,7 @@ with the tags as labels (gzip'd with -O gzip=true, http.GzipOption). count() is 
 by PromQL count_over_time per table and time slice (count.py), so no query
 meets the server's per-query limits.
 
-Queries: the MetricsQL dialect (metricsql.py) renders them; query() POSTs its
+Queries: the MetricsQL dialect (dialect.py) renders them; query() POSTs its
 requests to /api/v1/query and /api/v1/query_range (nocache=1), times them, and
 hands the JSON answers to the dialect's reader for the canonical rows."""
 
@@ -53,6 +53,8 @@ class VictoriaMetricsOptions(GzipOption):
 
 class VictoriaMetricsTarget(Target):
     name = "victoriametrics"
+    needs_url = True
+    url_example = "http://HOST:8428"
     format = "influx"
     count_unit = "values"
     server_kind = "victoriametrics"
@@ -76,8 +78,6 @@ class VictoriaMetricsTarget(Target):
         self.missing_functions: set[str] = set()     # MetricsQL functions this server lacks (open())
 
     async def open(self) -> None:
-        if not self.url:
-            raise UserError("target victoriametrics: needs a url (server: local, or server: {url: http://host:8428})")
         self.http = HttpClient(self.url, self.what)
         await self.http.open(probe_path="/health")
         status, _ = await self.http.get("/health")

@@ -2,15 +2,15 @@
 query shapes as plans of CQL statements over the two agreed Cassandra layouts,
 and the client side aggregation that turns their rows into canonical rows
 (queries/shapes.py). Here: partitions, the plan (CqlPlan), the numpy partials,
-and `_Cql`, what both dialects share. The dialects are cql_series.py (CqlSeries,
-schema=series) and cql_wide.py (CqlWide, schema=wide); the iot types are
-cql_iot.py (IOT, both dialects' `custom`).
+and `_Cql`, what both dialects share. The dialects are dialects/series.py (CqlSeries,
+schema=series) and dialects/wide.py (CqlWide, schema=wide); the iot types are
+dialects/iot.py (IOT, both dialects' `custom`).
 
-Contract with the target (load.py, CassandraTarget)
+Contract with the target (target.py, CassandraTarget)
 ---------------------------------------------------
 * Two dialect classes, one per schema (their exclusions differ):
-  `CqlSeries` (name "cql", schema=series; cql_series.py) and `CqlWide` (name
-  "cql-wide", schema=wide; cql_wide.py). The target declares `dialects =
+  `CqlSeries` (name "cql", schema=series; dialects/series.py) and `CqlWide` (name
+  "cql-wide", schema=wide; dialects/wide.py). The target declares `dialects =
   {"cql": CqlSeries, "cql-wide": CqlWide}` and `dialect_name()` returns
   "cql-wide" for schema=wide, else "cql".
 * Construction: `Cls(keyspace="tsbench", tables=None, index=None)`; keyspace is
@@ -49,7 +49,7 @@ Layouts: schema=series: series_double / series_bigint keyed by series_id
 schema=wide: one table per measurement, partition ("series", "day"), clustered
 by ("time" ms, "ns" the sub-millisecond rest).
 
-What each schema computes where (cql_series.py, cql_wide.py, cql_iot.py)
+What each schema computes where (dialects/series.py, dialects/wide.py, dialects/iot.py)
 -------------------------------------------------------------------------
 * Partitions are chosen on the client from the index: the measurement, the
   field (series), the tag filter (a tag value parsed from the series id), the
@@ -72,7 +72,7 @@ What each schema computes where (cql_series.py, cql_wide.py, cql_iot.py)
 * Times are exact ns: timestamp_ns as is; wide: toUnixTimestamp("time") * 1e6
   + "ns" (a bucket starts on a whole ms: buckets must be whole ms).
 * iot (TSBS's thirteen): each one is a basic shape over one measurement (rows
-  with the named tags null left out) and client work on its rows (IOT, cql_iot.py).
+  with the named tags null left out) and client work on its rows (IOT, dialects/iot.py).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """phase 3 render / phase 4 client work: TSBS's thirteen iot types for both CQL
 dialects (IOT, their `custom` renderers): each one a basic shape (aggregate, last
 or rows) over one measurement, rendered by the dialect it is given, and client
-work on its canonical rows. Imports only the base (cql.py); cql_series.py and
-cql_wide.py import IOT from here."""
+work on its canonical rows. Imports only the base (dialects/base.py); dialects/series.py and
+dialects/wide.py import IOT from here."""
 
 from __future__ import annotations
 

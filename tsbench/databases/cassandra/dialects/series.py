@@ -2,7 +2,7 @@
 name "cql"). One partition per (series, field, day) in series_double /
 series_bigint; every statement reads raw values, and buckets, groups, aggregates
 and record joins are computed on the client with numpy (the readers below).
-The contract with the target and the shared base: cql.py."""
+The contract with the target and the shared base: dialects/base.py."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 run on the server per partition and are merged on the client, value filters run
 on the server (ALLOW FILTERING inside the named partition), the newest row is the
 first of the newest day in descending order. The contract with the target and the
-shared base: cql.py."""
+shared base: dialects/base.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The IoTDB tree-model dialect (phase 3 render, phase 5 read back): the aggregate,
-rows and last shapes as IoTDB SQL over the paths of paths.py; load.py runs them
+rows and last shapes as IoTDB SQL over the paths of paths.py; target.py runs them
 (phase 4) and keeps the driver's answer (a DataFrame) for canonical().
 
 aggregate  SELECT max_value|min_value|avg|sum|count(`f`) FROM <devices> WHERE time
