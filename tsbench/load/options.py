@@ -11,7 +11,7 @@ from pydantic import Field
 from tsbench.core.clusteraddress import ClusterAddress
 from tsbench.core import bounds
 from tsbench.core.options import Cli, PhaseOptions, Stalls
-from tsbench.databases.shared.backoff import GIVE_UP_AFTER_S
+from tsbench.databases.shared.backoff import BackoffRule
 
 
 class Batches(Stalls):
@@ -25,7 +25,7 @@ class Writes(PhaseOptions):
     """The command line's options of a phase that writes (load, stream)."""
 
     if_exists: Literal["abort", "reuse", "drop"] = Field("abort", description="When the database already holds data.")
-    give_up_after: float = Field(GIVE_UP_AFTER_S, gt=0, le=bounds.MAX_SECONDS,
+    give_up_after: float = Field(BackoffRule.give_up_after, gt=0, le=bounds.MAX_SECONDS,
                                  description="Seconds of server push-back on one batch before it fails (load) or "
                                              "counts as refused (stream).")
     verify: Annotated[bool, Cli(flag="--no-verify")] = Field(True, description="Skip the count check at the end.")

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from tsbench.core.errors import LoadError, Retryable
 from tsbench.databases.shared.target import Target
 
-GIVE_UP_AFTER_S = 300.0      # the default of load's and stream's --give-up-after (load/options.py)
-
 
 @dataclass
 class BackoffRule:
@@ -23,7 +21,7 @@ class BackoffRule:
 
     backoff_base: float = 0.05      # seconds, doubled per consecutive push-back of a batch
     backoff_cap: float = 5.0
-    give_up_after: float = GIVE_UP_AFTER_S    # seconds of push-back on one batch before failing
+    give_up_after: float = 300.0    # seconds of push-back on one batch before failing; --give-up-after's default
 
 
 async def write_with_backoff(target: Target, b, opts: BackoffRule, rng: random.Random, backed_off) -> None:
