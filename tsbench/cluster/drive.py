@@ -1,12 +1,13 @@
-"""The driver's side of a cluster load (phase 2 with --cluster): the cluster opened and
-its workers checked, each slot's share placed (a byte range of the file, or its group
-generated on its worker), one slot per worker submitted (pinned to it, never retried
-elsewhere), their live counters fed to the load's progress and stall watch, any
-slot's failure (its error, or its worker leaving the cluster) turned into the cell's
-failure with the worker's address and the cause within a second or two; a worker that
-dies while the driver waits for an answer (its facts, the live counters) is one line
-too. On any way out before all slots finished (a failure, Ctrl-C), the stop event is
-set so every slot stops, bounded by STOP_WAIT_S, and what is left is cancelled."""
+"""The driver's side of every cluster phase (phase 2 `load --cluster` in loading.py,
+`stream --cluster` in streaming.py, phase 4 in querying.py): the cluster opened and
+its workers checked, each load slot's share placed (a byte range of the file, or its
+group generated on its worker), one slot per worker submitted (pinned to it, never
+retried elsewhere), their live messages handed to the phase, any slot's failure (its
+error, or its worker leaving the cluster) turned into the cell's failure with the
+worker's address and the cause within a second or two; a worker that dies while the
+driver waits for an answer (its facts, the live counters) is one line too. On any way
+out before all slots finished (a failure, Ctrl-C), the stop event is set so every slot
+stops, bounded by STOP_WAIT_S, and what is left is cancelled."""
 
 from __future__ import annotations
 
@@ -14,18 +15,16 @@ import asyncio
 import contextlib
 import time
 import uuid
-from dataclasses import dataclass
 
 from tsbench.cluster.address import open_cluster
 from tsbench.cluster.clientfacts import client_facts
 from tsbench.cluster.facts import check_same_build, worker_facts
-from tsbench.cluster.merge import merged_timeline, on_driver_clock, shift_of
+from tsbench.cluster.merge import shift_of
 from tsbench.cluster.shares import GeneratedData
-from tsbench.cluster.slot import ShareJob, SlotJob, make_share, remove_shares, run_slot
+from tsbench.cluster.slot import ShareJob, make_share, remove_shares
 from tsbench.core.clusteraddress import parse
 from tsbench.core.errors import LoadError, UserError
 from tsbench.data.batches import byte_ranges
-from tsbench.databases.shared.spread import target_options
 
 POLL_S = 0.5             # the driver wakes when a slot ends, and at least this often
 ALIVE_S = 1.0            # how often it asks the scheduler which workers it has
@@ -37,14 +36,6 @@ DIED = "a cluster worker died or its connection broke"
 
 class SlotFailed(LoadError):
     """A slot's error, or its worker gone: the address and the cause."""
-
-
-@dataclass
-class ClusterRun:
-    timeline: list[dict]
-    clients: list[dict]             # per slot: worker, host, figures
-    cpu_seconds: float              # the slots' worker processes, summed
-    counted: int | None             # the slots' own counts, summed (a target whose count is local)
 
 
 def one_process_refused(cls) -> None:
@@ -112,17 +103,6 @@ class Cluster:
             with contextlib.suppress(Exception):      # a worker gone took its share with it; the rest are removed
                 await asyncio.wait_for(self.client.run(remove_shares, self.made), RPC_S)
 
-    async def load(self, target, fmt: str, tables, opts, counters) -> ClusterRun:
-        """Each worker loads its share; counters (the load's, one row of N_COUNTERS per
-        slot) follow them live and hold their totals at the end."""
-        token = uuid.uuid4().hex[:12]
-        jobs = [SlotJob(i, type(target).name, target.url, target_options(target), tables, path, fmt, r, opts,
-                        f"tsbench-live-{token}", f"tsbench-stop-{token}")
-                for i, (path, r) in enumerate(self.shares)]
-        t0 = time.time()
-        results = await Slots(self, run_slot, jobs, token, _into_counters(counters), _into_counters(counters)).run()
-        return self._merge(results, list(self.workers), t0)
-
     def shift(self, addr: str) -> float:
         """Seconds to add to worker addr's clock for this machine's."""
         return shift_of(self.workers[addr]["clock_offset_s"], self.driver_offset)
@@ -132,32 +112,6 @@ class Cluster:
         before = time.time()
         sched = await _bounded(self.client.run_on_scheduler(time.time), "the scheduler's clock", self.text)
         return sched - (before + time.time()) / 2
-
-    def _merge(self, results: list[dict], addrs: list[str], t0: float) -> ClusterRun:
-        slots, clients = [], []
-        for r, a in zip(results, addrs):
-            f = self.workers[a]
-            shift = self.shift(a)
-            slots.append(on_driver_clock(r["samples"], shift))
-            first = r["first_batch_time"]
-            clients.append({"slot": r["slot"], "worker": a, "host": f["hostname"], "rows": r["totals"][0],
-                            "values": r["totals"][1], "bytes": r["totals"][2],
-                            "seconds": round(r["samples"][-1][0] - r["samples"][0][0], 3),
-                            "cpu_seconds": round(r["cpu_seconds"], 3),
-                            "start_to_first_batch_s": None if first is None else round(first + shift - t0, 3),
-                            "clock_offset_s": round(shift, 6),
-                            **{k: f[k] for k in ("cpu_model", "cores", "memory_bytes", "tsbench", "build")}})
-        counts = [r["counted"] for r in results]
-        counted = None if None in counts else sum(counts)
-        return ClusterRun(merged_timeline(slots, t0), clients, sum(r["cpu_seconds"] for r in results), counted)
-
-
-def _into_counters(counters):
-    """A slot's live message or result: its cumulative totals, into its row of the load's counters."""
-    def take(i: int, msg: dict) -> None:
-        n = len(msg["totals"])
-        counters[i * n: (i + 1) * n] = msg["totals"]
-    return take
 
 
 class Slots:

@@ -23,7 +23,6 @@ from tsbench.data.dataset import Dataset
 from tsbench.execute.run import ExecOptions, ExecResult, execute
 from tsbench.load.connect import STALL_S, Connection, connect
 from tsbench.load.run import LoadOptions, LoadResult
-from tsbench.load.run import load as load_phase
 from tsbench.queries.base import QuerySpec
 
 
@@ -64,6 +63,10 @@ async def server_version(conn: Connection) -> str:
 
 async def load(conn: Connection, df: DataFile, opts: LoadOptions) -> LoadResult:
     """Phase 2 on an open target: create, timed load, verify, compact, disk figures."""
+    if opts.cluster:
+        from tsbench.cluster.loading import load as load_phase
+    else:
+        from tsbench.load.run import load as load_phase
     pids = conn.server.pids() if conn.server else None
     async with watchdog(f"load into {conn.target.name}", conn.server):     # the local server's end fails it at once
         return await load_phase(conn.target, df, opts, conn.datadir, pids)

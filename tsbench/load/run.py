@@ -11,6 +11,7 @@ disk bytes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing as mp
 import os
 import socket
@@ -18,7 +19,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from tsbench.cluster.drive import maybe_cluster
 from tsbench.core import aiorun
 from tsbench.core.errors import Fatal, LoadError, Retryable, UserError
 from tsbench.core.model import Tables
@@ -187,26 +187,44 @@ class _Sampler:
 async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | None = None,
                server_pids: list[int] | None = None) -> LoadResult:
     """Create, load (timed), verify, compact and measure. Raises LoadError on failure
-    (the partial result is in exc.result)."""
+    (the partial result is in exc.result). With --cluster the caller runs
+    tsbench/cluster/loading.py's load instead: the same steps, its slots as the feeder."""
+    res = new_result(target, df, opts)
+    with failing(res):
+        tables = await created_and_timed(target, df, opts, res, server_pids, Processes(target, df, opts))
+        await settled(target, df, tables, opts, res, datadir)
+    return res
+
+
+def new_result(target: Target, df: DataFile, opts: LoadOptions) -> LoadResult:
+    """The options and the target's fit to the data checked; the load's empty result."""
     opts.check()
     cls = type(target)
     _check_fit(cls, df, opts)
-    res = LoadResult(cls.name, target.url, count_unit=cls.count_unit)
+    return LoadResult(cls.name, target.url, count_unit=cls.count_unit)
+
+
+@contextlib.contextmanager
+def failing(res: LoadResult):
+    """A LoadError, or a Fatal or Retryable (create, count or compact refused), leaves the
+    block as one LoadError that carries the partial result."""
     try:
-        async with maybe_cluster(opts.cluster, cls.name) as cluster:      # started, checked and placed: untimed
-            if cluster:
-                await cluster.place(df)
-            tables: Tables = df.tables()
-            res.expected = df.rows if cls.count_unit == "rows" else df.values
-            await bounded(f"create in {cls.name}", opts.stall_seconds, target.create(tables, opts.if_exists))
-            await _timed(target, df, tables, opts, res, server_pids, cluster)
-        await _settle(target, df, tables, opts, res, datadir)
-    except (LoadError, Fatal, Retryable) as exc:     # Fatal, Retryable: create, count or compact refused
+        yield
+    except (LoadError, Fatal, Retryable) as exc:
         err = exc if isinstance(exc, LoadError) else LoadError(str(exc))
         res.status, res.reason = "failed", str(err)
         err.result = res
         raise err from None
-    return res
+
+
+async def created_and_timed(target: Target, df: DataFile, opts: LoadOptions, res: LoadResult,
+                            server_pids: list[int] | None, feeder) -> Tables:
+    """The tables created, then the timed part with `feeder` writing the batches; returns the tables."""
+    tables: Tables = df.tables()
+    res.expected = df.rows if type(target).count_unit == "rows" else df.values
+    await bounded(f"create in {res.target}", opts.stall_seconds, target.create(tables, opts.if_exists))
+    await _timed(df.rows, tables, opts, res, server_pids, feeder)
+    return tables
 
 
 def _check_fit(cls: type[Target], df: DataFile, opts: LoadOptions) -> None:
@@ -221,26 +239,39 @@ def _check_fit(cls: type[Target], df: DataFile, opts: LoadOptions) -> None:
                         f"(generate it with --format {cls.format})")
 
 
-async def _timed(target: Target, df: DataFile, tables: Tables, opts: LoadOptions, res: LoadResult,
-                 server_pids: list[int] | None, cluster=None) -> None:
+class Processes:
+    """The timed part's writers without --cluster: workers in this process, or in
+    --processes forked ones, each over its byte range (a feeder: parts, feed, into)."""
+
+    def __init__(self, target: Target, df: DataFile, opts: LoadOptions):
+        self.target, self.df, self.opts = target, df, opts
+        self.parts = opts.processes            # rows of the load's counters
+
+    async def feed(self, tables: Tables, counters) -> None:
+        """Every batch written and acknowledged; counters follow them live."""
+        df, opts = self.df, self.opts
+        if opts.processes == 1:
+            layout = csv_layout(tables) if df.format == "csv" else None
+            await pump(self.target, BatchReader(df.path, df.format, opts.batch_size, df.compression, layout),
+                        opts, counters, 0)
+        else:
+            await _load_processes(self.target, df, tables, opts, counters)
+
+    def into(self, res: LoadResult) -> None:
+        """Nothing to add: the sampler's figures are the whole load's."""
+
+
+async def _timed(rows: int, tables: Tables, opts: LoadOptions, res: LoadResult, server_pids: list[int] | None,
+                 feeder) -> None:
     """The timed part: every batch acknowledged, with the per-second timeline and CPU seconds."""
-    parts = cluster.slots if cluster else opts.processes
-    counters = mp.RawArray("q", N_COUNTERS * parts)
-    sampler = _Sampler(counters, parts, df.rows, f"load {res.target}", opts.progress)
+    counters = mp.RawArray("q", N_COUNTERS * feeder.parts)
+    sampler = _Sampler(counters, feeder.parts, rows, f"load {res.target}", opts.progress)
     cpu = CpuSpent(server_pids)
     ticker = asyncio.create_task(sampler.run())
-    answered = batches_answered(counters, parts)
-    run = None
+    answered = batches_answered(counters, feeder.parts)
     try:
         async with watchdog(f"load into {res.target}", progress=answered, stall_seconds=opts.stall_seconds):
-            if cluster:
-                run = await cluster.load(target, df.format, tables, opts, counters)
-            elif opts.processes == 1:
-                layout = csv_layout(tables) if df.format == "csv" else None
-                await pump(target, BatchReader(df.path, df.format, opts.batch_size, df.compression, layout),
-                            opts, counters, 0)
-            else:
-                await _load_processes(target, df, tables, opts, counters)
+            await feeder.feed(tables, counters)
     except Stalled:
         raise
     except BaseException as exc:
@@ -257,12 +288,10 @@ async def _timed(target: Target, df: DataFile, tables: Tables, opts: LoadOptions
         res.timeline = sampler.timeline
         res.rows, res.values, res.bytes, res.batches, res.backoffs, us = sampler.totals()
         res.backoff_seconds = us / 1e6
-        if run is not None:          # the slots' own timelines on this clock, and their CPU seconds
-            res.timeline, res.clients, res.counted_by_slots = run.timeline, run.clients, run.counted
-            res.client_cpu_seconds += run.cpu_seconds
+        feeder.into(res)
 
 
-async def _settle(target: Target, df: DataFile, tables: Tables, opts: LoadOptions, res: LoadResult,
+async def settled(target: Target, df: DataFile, tables: Tables, opts: LoadOptions, res: LoadResult,
                   datadir: str | None) -> None:
     """Untimed: flush, verify the count and then the values (verify.check, as `tsbench
     verify`), compact, and measure the disk figures; each step bounded (compaction by
