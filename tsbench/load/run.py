@@ -189,6 +189,8 @@ async def load(target: Target, df: DataFile, opts: LoadOptions, datadir: str | N
     """Create, load (timed), verify, compact and measure. Raises LoadError on failure
     (the partial result is in exc.result). With --cluster the caller runs
     tsbench/cluster/loading.py's load instead: the same steps, its slots as the feeder."""
+    if opts.cluster:
+        raise ValueError("load.run.load() loads from this machine: --cluster goes to tsbench.cluster.loading.load()")
     res = new_result(target, df, opts)
     with failing(res):
         tables = await created_and_timed(target, df, opts, res, server_pids, Processes(target, df, opts))
