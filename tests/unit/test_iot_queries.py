@@ -17,48 +17,26 @@ from itertools import pairwise
 import pytest
 
 from tsbench import queries
-from tsbench.data.datafile import open_datafile
 from tsbench.queries.base import DAY, MINUTE, QuerySpec, SqlSpelling
 from tsbench.queries.compare import compare, tolerance
 from tsbench.queries.iot import IOT_TYPES
 from tsbench.queries.reference import Reference
 from tsbench.queries.shapes import sql as shape_sql
 
-from conftest import execute_on, load_into, run_cli
+from conftest import execute_on, load_into
+from querysets import IOT_PER_TYPE, TSBS_IOT, assert_all_valid, iot_csv, iot_specs
 
-TSBS_IOT = ("last-loc", "single-last-loc", "low-fuel", "high-load", "stationary-trucks", "long-driving-sessions",
-            "long-daily-sessions", "avg-vs-projected-fuel-consumption", "avg-daily-driving-duration",
-            "avg-daily-driving-session", "avg-load", "daily-activity", "breakdown-frequency")
 TEN = 10 * MINUTE
-PER_TYPE = 3
 
 
 @pytest.fixture(scope="module")
 def iot(tmp_path_factory):
-    d = tmp_path_factory.mktemp("iotq")
-    run_cli("generate", "-q", "-u", "iot", "--scale", "20", "--end", "2016-01-03T00:00:00Z", "--interval", "46s",
-            "--seed", "3", "--format", "csv", "-o", str(d / "iot.csv"))
-    return open_datafile(d / "iot.csv")
-
-
-def _probes(specs: list[QuerySpec]) -> list[QuerySpec]:
-    """Drawn queries again (window and fleet kept) with other thresholds. In this
-    model a truck's velocity (a clamped walk of +-10 a tick) almost never stays
-    under 1 for 10 minutes, so stationary-trucks as drawn is empty; with 40 it
-    finds some. Trucks drive (mean velocity > 1) in nearly every 10 minutes, so
-    the long-session counts sit at the maximum; with 40 they spread, and the
-    minimum counts (14, 62) equal some truck's count here, so > and >= differ."""
-    loose = {"stationary-trucks": {"velocity_below": 40.0},
-             "long-driving-sessions": {"velocity_above": 40.0, "min_periods": 14},
-             "long-daily-sessions": {"velocity_above": 40.0, "min_periods": 62}}
-    return [QuerySpec(len(specs) + i, s.type, {**s.params, **loose[s.type]})
-            for i, s in enumerate(x for x in specs if x.type in loose)]
+    return iot_csv(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def specs(iot):
-    drawn = queries.generate(iot.dataset, list(IOT_TYPES), PER_TYPE, 11)
-    return drawn + _probes(drawn)
+    return iot_specs(iot)
 
 
 @pytest.fixture(scope="module")
@@ -81,12 +59,12 @@ def test_the_thirteen_are_registered_as_custom_iot_types(iot, specs):
         qt = queries.CATALOG[n]
         assert qt.applies(ctx) is None and qt.doc
         assert n in queries.catalog.CUSTOM
-    assert len(specs) >= 13 * PER_TYPE
+    assert len(specs) >= 13 * IOT_PER_TYPE
     for s in specs:
         assert s.params["shape"] == "custom" and s.params["type"] == s.type
         assert QuerySpec.from_dict(json.loads(json.dumps(s.to_dict()))) == s
     by = defaultdict(list)
-    for s in specs[:13 * PER_TYPE]:
+    for s in specs[:13 * IOT_PER_TYPE]:
         by[s.type].append(s.params)
     fleets = {"East", "West", "North", "South"}
     for p in by["last-loc"] + by["low-fuel"] + by["high-load"]:
@@ -304,20 +282,11 @@ def _load(target, url, df, options=None):
     load_into(target, url, df, options)
 
 
-def _assert_all_valid(res, specs):
-    bad = [v for v in res.validation if not v["ok"]]
-    assert not bad, "\n".join(f"{v['type']}: {v['diff']}" for v in bad[:3])
-    assert len(res.validation) == len(specs) and not res.unsupported
-    errors = [r["error"] for r in res.records if r["status"] != "ok"]
-    assert not errors, errors[:3]
-    assert {v["type"] for v in res.validation} == set(TSBS_IOT)
-
-
 def test_duckdb_answers_equal_the_reference(iot, specs, reference, tmp_path):
     url = f"duckdb:{tmp_path / 'iot.duckdb'}"
     _load("duckdb", url, iot)
     res = execute_on("duckdb", url, iot, specs, reference, workers=2)
-    _assert_all_valid(res, specs)
+    assert_all_valid(res, specs, TSBS_IOT)
 
 
 def test_the_sql_differs_only_in_spelling(specs):

@@ -15,7 +15,6 @@ import pytest
 
 from tsbench import queries
 from tsbench.core.errors import UserError
-from tsbench.data.datafile import open_datafile
 from tsbench.execute.run import ExecOptions, execute
 from tsbench.load.run import LoadOptions, load
 from tsbench.queries.base import SqlSpelling
@@ -24,22 +23,17 @@ from tsbench.queries.reference import Reference
 from tsbench.queries.shapes import sql as shape_sql
 
 from conftest import execute_on, load_into, run_cli
-
-END = "2016-01-01T03:00:00Z"
+from querysets import assert_all_valid, devops_csv, devops_specs
 
 
 @pytest.fixture(scope="module")
 def devops(tmp_path_factory):
-    d = tmp_path_factory.mktemp("q")
-    run_cli("generate", "-q", "--scale", "40", "--end", END, "--seed", "5", "--format", "csv", "-o", str(d / "d.csv"))
-    return open_datafile(d / "d.csv")
+    return devops_csv(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def specs(devops):
-    ctx = queries.context(devops.dataset)
-    names = [n for n, qt in queries.CATALOG.items() if qt.applies(ctx) is None]
-    return queries.generate(devops.dataset, names, 2, 11)
+    return devops_specs(devops)
 
 
 @pytest.fixture(scope="module")
@@ -84,18 +78,11 @@ def test_every_target_renders_the_same_parameters(devops, specs):
             assert f"'{h}'" in text
 
 
-def _assert_all_valid(res, specs):
-    bad = [v for v in res.validation if not v["ok"]]
-    assert not bad, "\n".join(f"{v['type']}: {v['diff']}" for v in bad[:3])
-    assert len(res.validation) == len(specs) and not res.unsupported
-    assert all(r["status"] == "ok" for r in res.records)
-
-
 def test_duckdb_answers_equal_the_reference(devops, specs, reference, tmp_path):
     url = f"duckdb:{tmp_path / 'q.duckdb'}"
     _load(url, devops)
     res = execute_on("duckdb", url, devops, specs, reference, workers=2)
-    _assert_all_valid(res, specs)
+    assert_all_valid(res, specs)
     st = {s["type"]: s for s in res.stats()}
     assert st["all"]["count"] == len(specs) and st["max-cpu-1"]["p50_ms"] > 0
 

@@ -9,42 +9,28 @@ import asyncio
 
 import pytest
 
-from tsbench import queries
-from tsbench.data.datafile import open_datafile
 from tsbench.execute.run import ExecOptions, execute
 from tsbench.execute.timer import timed_query
 from tsbench.load.connect import connect
 from tsbench.queries.reference import Reference
 
-from conftest import execute_on, load_into, local_server, run_cli
-
-END = "2016-01-01T03:00:00Z"
+from conftest import execute_on, load_into, local_server
+from querysets import assert_all_valid, devops_csv, devops_specs
 
 
 @pytest.fixture(scope="module")
 def devops(tmp_path_factory):
-    d = tmp_path_factory.mktemp("q")
-    run_cli("generate", "-q", "--scale", "40", "--end", END, "--seed", "5", "--format", "csv", "-o", str(d / "d.csv"))
-    return open_datafile(d / "d.csv")
+    return devops_csv(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def specs(devops):
-    ctx = queries.context(devops.dataset)
-    names = [n for n, qt in queries.CATALOG.items() if qt.applies(ctx) is None]
-    return queries.generate(devops.dataset, names, 2, 11)
+    return devops_specs(devops)
 
 
 @pytest.fixture(scope="module")
 def reference(devops):
     return Reference(devops.dataset)
-
-
-def _assert_all_valid(res, specs):
-    bad = [v for v in res.validation if not v["ok"]]
-    assert not bad, "\n".join(f"{v['type']}: {v['diff']}" for v in bad[:3])
-    assert len(res.validation) == len(specs) and not res.unsupported
-    assert all(r["status"] == "ok" for r in res.records)
 
 
 def _load(url, df, options=None):
@@ -62,7 +48,7 @@ def test_postgres_answers_equal_the_reference(pg, devops, specs, reference, tags
     opts = {"tags": tags, "database": f"q_{tags}", "index": "brin" if tags == "inline" else "btree"}
     _load(pg.url, devops, opts)
     res = execute_on("postgres", pg.url, devops, specs, reference, opts, workers=3)
-    _assert_all_valid(res, specs)
+    assert_all_valid(res, specs)
 
 
 def _execute_cold(pg, devops, reference, some, database: str, cache: str):
