@@ -1,7 +1,7 @@
 """The documentation site: `mkdocs build --strict` passes (no broken link, no page left out
 of the build), every command has a page listing its options, every registered database a
-page with its options and the query types it skips with the reason, the figures page shows
-every recorded file; and the README stays a short front page."""
+page with its options (each with its description) and the query types it skips with the
+reason, the figures page shows every recorded file; and the README stays a short front page."""
 
 from __future__ import annotations
 
@@ -75,8 +75,9 @@ def test_every_registered_database_has_a_page_with_options_and_skipped_types(sit
         page = site / "databases" / name / "index.html"
         assert page.exists(), name
         text = " ".join(_text(page).split())
-        for field in target_class(name).options_model.model_fields:
+        for field, info in target_class(name).options_model.model_fields.items():
             assert field in text, (name, field)
+            assert " ".join(info.description.replace("`", "").split())[:60] in text, (name, field)
         for col in (c for c in matrix.columns if c == name or c.startswith(name + "/")):
             for qtype, why in matrix.reasons(col).items():
                 assert f"{qtype} {' '.join(why.split())}" in text, (col, qtype)

@@ -47,9 +47,9 @@ SESSION = {"cast_keep_nullable": 1}
 
 class ClickHouseOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    database: str = "tsbench"
-    codec: Literal["lz4", "zstd", "gorilla"] = "lz4"    # field and time compression (see CODECS)
-    threads: int | None = Field(None, ge=1)              # max_threads of each query (default: ClickHouse's)
+    database: str = Field("tsbench", description="the database of the tables (one of its own)")
+    codec: Literal["lz4", "zstd", "gorilla"] = Field("lz4", description="field and time compression (see CODECS)")
+    threads: int | None = Field(None, ge=1, description="max_threads of each query (unset: ClickHouse's)")
 
 
 class ClickHouseTarget(Target):
