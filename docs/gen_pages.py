@@ -2,8 +2,9 @@
 
 Nothing here is typed by hand: the command pages come from the click commands that
 `tsbench` runs (found through the console script declared in pyproject.toml), the
-database pages from the registry (tsbench.databases) and its support matrix
-(tsbench/databases/shared/support.py), and the figures page from the JSON files the
+database pages from the registry (tsbench.databases: each target's options model, its
+servers' modules, the version of an in-process engine's library as installed) and its
+support matrix (tsbench/databases/shared/support.py), and the figures page from the JSON files the
 self-benchmarks record in docs/figures/ (benchmarks/record.py).
 
 `pages()` returns {path in the site: Markdown text}; `python docs/gen_pages.py PAGE` prints one
@@ -179,21 +180,54 @@ def options_table(model: type) -> list[str]:
     return out
 
 
+RECORDED = ("A run records the version it measured: `servers` in its manifest.json, `server_version` "
+            "in cells.parquet ([Results](../results.md)).")
+
+
+def _requirement(dist: str) -> str:
+    """The line of pyproject.toml's dependencies that asks for the distribution dist."""
+    import tomllib
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    return next((d for d in deps if re.match(rf"{re.escape(dist)}\b(?![-.])", d)), "")
+
+
+def _in_process_version(cls: type) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    if not cls.keeps_data:
+        return "Version: none: no database, only tsbench's own code (a sink)."
+    lib = cls.engine_library
+    try:
+        have = f"{lib} {version(lib)}"
+    except PackageNotFoundError:
+        have = f"{lib}, not installed"
+    return (f"Version: {have} (the library, which is the engine, installed where this page was built; "
+            f"pyproject.toml asks for `{_requirement(lib)}`).")
+
+
+def _server_version(cls: type, server: type) -> str:
+    if not cls.keeps_data:
+        return "Version: none: a sink, tsbench's own code."
+    if getattr(server, "lib_version", None):
+        return f"Version: {server.lib_version}."
+    return ("Version: the installed server's, which tsbench reads when it starts it (what it installs is "
+            "said below).")
+
+
 def _servers_part(cls: type) -> list[str]:
     from tsbench.databases import server_class
 
     if cls.server_kind is None:
-        return ["tsbench runs it in-process (`--server local`): no server to install or start.", ""]
+        return ["tsbench runs it in-process (`--server local`): no server to install or start.", "",
+                _in_process_version(cls), "", *([RECORDED, ""] if cls.keeps_data else [])]
     out = []
     for k, kind in enumerate((cls.server_kind, *cls.other_server_kinds)):
         server = server_class(kind)
         how = "`--server local`" if k == 0 else f"`--server local:{kind}`"
-        version = getattr(server, "lib_version", None)
-        out += [f"### Local server `{kind}` ({how})", ""]
-        if version:
-            out += [f"Version: {version}.", ""]
-        out += [_plain(inspect.cleandoc(inspect.getmodule(server).__doc__ or "")), ""]
-    return out
+        out += [f"### Local server `{kind}` ({how})", "", _server_version(cls, server), "",
+                _plain(inspect.cleandoc(inspect.getmodule(server).__doc__ or "")), ""]
+    return out + ([RECORDED, ""] if cls.keeps_data else [])
 
 
 def _facts(cls: type) -> list[str]:

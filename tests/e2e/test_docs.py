@@ -99,3 +99,22 @@ def test_readme_is_a_short_front_page():
     assert first == ("pip install -e . && python -m tsbench run experiments/devops100.yaml\n"
                      "pip install nox && nox -s tests\n")
     assert readme.startswith("```sh\n") and len(readme.splitlines()) <= 300
+
+
+def test_every_database_page_names_its_version_or_why_not(site):
+    from importlib.metadata import version
+
+    from tsbench.databases import names, server_class, target_class
+
+    for name in names():
+        cls = target_class(name)
+        text = " ".join(_text(site / "databases" / name / "index.html").split())
+        kinds = (cls.server_kind, *cls.other_server_kinds) if cls.server_kind else ()
+        assert text.count("Version: ") == max(1, len(kinds)), name      # one a way tsbench runs it
+        if not cls.keeps_data:
+            assert "Version: none" in text, name
+        elif not kinds:                     # in-process: the installed engine library's version
+            assert cls.engine_library and f"Version: {cls.engine_library} {version(cls.engine_library)} " in text
+        for kind in kinds if cls.keeps_data else ():
+            fixed = getattr(server_class(kind), "lib_version", None)
+            assert f"Version: {fixed}." in text if fixed else "Version: the installed server's" in text, kind

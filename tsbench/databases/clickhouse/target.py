@@ -60,6 +60,7 @@ class ClickHouseTarget(Target):
     count_unit = "rows"
     value_checks = EXACT
     server_kind = None                  # chdb in-process by default; a server only by URL
+    engine_library = "chdb"
     multiprocess = False                # chdb: one engine per process, one process per data dir
     options_model = ClickHouseOptions
     own_disk_figure = "clickhouse_bytes_on_disk"

@@ -39,6 +39,7 @@ class DuckDBTarget(Target):
     format = "csv"
     count_unit = "rows"
     server_kind = None
+    engine_library = "duckdb"
     multiprocess = False
     options_model = DuckDBOptions
     own_disk_figure = "duckdb_database_size"
