@@ -209,8 +209,8 @@ def _in_process_version(cls: type) -> str:
 def _server_version(cls: type, server: type) -> str:
     if not cls.keeps_data:
         return "Version: none: a sink, tsbench's own code."
-    if getattr(server, "lib_version", None):
-        return f"Version: {server.lib_version}."
+    if hasattr(server, "fixed_version"):
+        return f"Version: {server.fixed_version()}."
     return ("Version: the installed server's, which tsbench reads when it starts it (what it installs is "
             "said below).")
 
