@@ -107,8 +107,9 @@ with warnings.catch_warnings():      # the option is named `schema`, like BaseMo
         model_config = ConfigDict(extra="forbid")
         schema: Literal["series", "wide"] = Field(
             "series", description="series: a table per value type, a partition per series, field and day (the "
-                                  "seed's and TSBS's); wide: a table per measurement, a partition per tag set "
-                                  "and day (schema.py)")
+                                  "seed's and TSBS's), aggregated on the client as they did; wide: a table per "
+                                  "measurement, a partition per tag set and day, aggregated by the server's "
+                                  "GROUP BY floor(time, 1m) (schema.py)")
         keyspace: str = Field("tsbench", pattern=r"^[A-Za-z0-9_]{1,48}$", description="the keyspace to load")
         replication_factor: int = Field(1, ge=1, le=bounds.MAX_WORKERS,
                                         description="the keyspace's replication factor")
@@ -116,7 +117,8 @@ with warnings.catch_warnings():      # the option is named `schema`, like BaseMo
                                 description="INSERT statements (Cassandra rows) per unlogged batch")
         concurrency: int = Field(4, ge=1, le=bounds.MAX_WORKERS, description="batch statements in flight per worker")
         jmx_port: int | None = Field(None, ge=1, le=65535,
-                                     description="the JMX port, for nodetool; unset: the local server's")
+                                     description="the JMX port, for nodetool's flush and compaction (of a server "
+                                                 "tsbench did not start); unset: the local server's")
         request_timeout: float = Field(60.0, gt=0, le=bounds.MAX_SECONDS, description="seconds, per statement")
 
 

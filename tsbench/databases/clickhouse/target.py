@@ -48,7 +48,10 @@ SESSION = {"cast_keep_nullable": 1}
 class ClickHouseOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     database: str = Field("tsbench", description="the database of the tables (one of its own)")
-    codec: Literal["lz4", "zstd", "gorilla"] = Field("lz4", description="field and time compression (see CODECS)")
+    codec: Literal["lz4", "zstd", "gorilla"] = Field(
+        "lz4", description="field and time compression (CODECS): lz4 (ClickHouse's default), zstd (ZSTD(1) on every "
+                           "time and field column) or gorilla (time DoubleDelta, int fields Delta, float fields "
+                           "Gorilla, each then ZSTD(1))")
     threads: int | None = Field(None, ge=1, description="max_threads of each query (unset: ClickHouse's)")
 
 

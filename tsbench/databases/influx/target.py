@@ -62,7 +62,7 @@ class InfluxOptions(GzipOption):
         None, description="v1 /write's write consistency (a cluster's; inch's -consistency)")
     shard_duration: str | None = Field(
         None, pattern=r"^[1-9][0-9]*(ns|u|µ|ms|s|m|h|d|w)$",
-        description="the database's shard duration, e.g. 1h (inch's -shard-duration)")
+        description="the database is made WITH SHARD DURATION this, e.g. 1h (inch's -shard-duration)")
 
     @model_validator(mode="after")
     def _v1_only(self):

@@ -91,8 +91,8 @@ class MongoOptions(BaseModel):
     database: str = Field("tsbench", pattern=r"^[A-Za-z0-9_-]{1,63}$", description="the database to load")
     layout: Literal["point", "bucket", "timeseries"] = Field(
         "point", description="point: one document per record; bucket: one document per series and UTC hour "
-                             "with an array of events; timeseries: the point documents in a native time-series "
-                             "collection (MongoDB 5+)")
+                             "with an array of events (TSBS's aggregate mode); timeseries: the point documents "
+                             "in a native time-series collection (MongoDB 5+; the stand-in makes an ordinary one)")
     write_concern: int | Literal["majority"] = Field(
         1, description="w: a number of members, 0 to 50 (a replica set's most), or majority")
     journal: bool | None = Field(None, description="j (not with write_concern=0)")

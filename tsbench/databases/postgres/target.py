@@ -77,8 +77,9 @@ class PostgresOptions(BaseModel):
     password: SecretStr | None = Field(
         None, description="the password to connect with, over the URL's; unset: the URL's, else libpq's "
                           "(PGPASSWORD, ~/.pgpass). Better: `password_env: VAR` (tsbench/core/secrets.py)")
-    timescaledb: bool = Field(False, description="true: TimescaleDB (timescale.py): every measurement table a "
-                                                 "hypertable on time, chunks of chunk_interval")
+    timescaledb: bool = Field(False, description="true: TimescaleDB (timescale.py; a server with the extension, "
+                                                 "given by URL): every measurement table a hypertable on time, "
+                                                 "chunks of chunk_interval")
     chunk_interval: str = Field("1 day", description="the hypertables' chunk interval (with timescaledb)")
     compress: bool = Field(False, description="true: compress the chunks (segmented by tag set) before the disk "
                                               "figures (with timescaledb)")
