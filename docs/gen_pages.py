@@ -2,7 +2,8 @@
 
 Nothing here is typed by hand: the command pages come from the click commands that
 `tsbench` runs (found through the console script declared in pyproject.toml), the
-database pages from the registry (tsbench.databases: each target's options model, its
+experiment file's settings
+from its models, the database pages from the registry (tsbench.databases: each target's options model, its
 servers' modules, the version of an in-process engine's library as installed) and its
 support matrix (tsbench/databases/shared/support.py), and the figures page from the JSON files the
 self-benchmarks record in docs/figures/ (benchmarks/record.py).
@@ -100,8 +101,8 @@ def _default(p: click.Parameter) -> str:
     value = p.default
     if value is None or callable(value) or "UNSET" in repr(value) or value == () or p.required:
         return ""
-    if isinstance(p, click.Option) and p.is_flag and value is False:
-        return ""
+    if isinstance(p, click.Option) and p.is_flag and not p.secondary_opts and value != p.flag_value:
+        return ""                   # a flag given alone is off unless given (--no-verify's default True is "verify")
     return f"`{value}`"
 
 
@@ -167,14 +168,16 @@ def _constraints(field) -> str:
     return ", ".join(out)
 
 
-def options_table(model: type) -> list[str]:
-    """The target's options model as a table: name, type, default, bounds, description."""
+def options_table(model: type, noun: str = "option") -> list[str]:
+    """An options model (a target's, a section of an experiment file) as a table: name, type,
+    default, bounds, description."""
     fields = model.model_fields
     if not fields:
         return ["This target takes no options (`--option` / `options:`)."]
-    out = ["| option | type | default | bounds | description |", "|---|---|---|---|---|"]
+    out = [f"| {noun} | type | default | bounds | description |", "|---|---|---|---|---|"]
     for name, f in fields.items():
-        default = "" if f.is_required() else f"`{f.default}`" if f.default is not None else "unset"
+        value = None if f.is_required() else f.get_default(call_default_factory=True)
+        default = "" if f.is_required() else f"`{value}`" if value is not None else "unset"
         out.append(f"| `{name}` | {_cell(_annotation(f.annotation))} | {_cell(default)} | "
                    f"{_cell(_constraints(f))} | {_cell(f.description or '')} |")
     return out
@@ -283,6 +286,36 @@ def database_index(matrix) -> str:
     return "\n".join(out)
 
 
+# ---- experiment files -----------------------------------------------------------------
+
+def _section_model(annotation) -> type | None:
+    """The pydantic model a field of the experiment holds: itself, or the values of a dict of them."""
+    from pydantic import BaseModel
+
+    for a in (annotation, *typing.get_args(annotation)):
+        if isinstance(a, type) and issubclass(a, BaseModel):
+            return a
+    return None
+
+
+def experiment_settings_page() -> str:
+    """Each section of an experiment file (the models `tsbench schema` is made from) as a table."""
+    from tsbench.experiments.experiment import Experiment
+
+    out = ["# Experiment file settings", "",
+           "The settings of each section of an [experiment file](experiments.md), with their defaults,",
+           "bounds and meaning: generated from the models that check a file (and that `python -m tsbench",
+           "schema` prints as a JSON Schema) when the site is built. A setting of `load`, `execute` or",
+           "`stream` is also a matrix knob (`load.workers`, `stream.rate`, ...).", ""]
+    for name, field in Experiment.model_fields.items():
+        model = _section_model(field.annotation)
+        if model is None:
+            continue
+        key = f"{name}.NAME" if typing.get_origin(field.annotation) is dict else name
+        out += [f"## {key}", "", *options_table(model, "setting"), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
 # ---- figures --------------------------------------------------------------------------
 
 def figure_records() -> list[dict]:
@@ -336,6 +369,7 @@ def pages() -> dict[str, str]:
     out["databases/index.md"] = database_index(matrix)
     out |= {f"databases/{n}.md": database_page(n, matrix) for n in names()}
     out["figures.md"] = figures_page()
+    out["experiment-settings.md"] = experiment_settings_page()
     return out
 
 

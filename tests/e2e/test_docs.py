@@ -119,3 +119,13 @@ def test_every_database_page_names_its_version_or_why_not(site):
             server = server_class(kind)
             fixed = server.fixed_version() if hasattr(server, "fixed_version") else None
             assert f"Version: {fixed}." in text if fixed else "Version: the installed server's" in text, kind
+
+
+def test_the_settings_page_lists_every_section_of_an_experiment_file(site):
+    from tsbench.experiments.experiment import SECTIONS
+
+    text = " ".join(_text(site / "experiment-settings" / "index.html").split())
+    for section, model in SECTIONS.items():
+        for name, info in model.model_fields.items():
+            assert name in text, (section, name)
+            assert " ".join(info.description.split())[:60] in text, (section, name)
