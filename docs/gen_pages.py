@@ -2,10 +2,10 @@
 
 Nothing here is typed by hand: the command pages come from the click commands that
 `tsbench` runs (found through the console script declared in pyproject.toml), the
-experiment file's settings
-from its models, the database pages from the registry (tsbench.databases: each target's options model, its
-servers' modules, the version of an in-process engine's library as installed) and its
-support matrix (tsbench/databases/shared/support.py), and the figures page from the JSON files the
+experiment file's settings from the models that check a file, the database pages from the
+registry (tsbench.databases: each target's options model, its servers' modules, the version
+of an in-process engine's library as installed) and its support matrix
+(tsbench/databases/shared/support.py), and the figures page from the JSON files the
 self-benchmarks record in docs/figures/ (benchmarks/record.py).
 
 `pages()` returns {path in the site: Markdown text}; `python docs/gen_pages.py PAGE` prints one
@@ -305,8 +305,8 @@ def experiment_settings_page() -> str:
     out = ["# Experiment file settings", "",
            "The settings of each section of an [experiment file](experiments.md), with their defaults,",
            "bounds and meaning: generated from the models that check a file (and that `python -m tsbench",
-           "schema` prints as a JSON Schema) when the site is built. A setting of `load`, `execute` or",
-           "`stream` is also a matrix knob (`load.workers`, `stream.rate`, ...).", ""]
+           "schema` prints as a JSON Schema) when the site is built. Which of them may also be matrix",
+           "knobs is said on that page.", ""]
     for name, field in Experiment.model_fields.items():
         model = _section_model(field.annotation)
         if model is None:
