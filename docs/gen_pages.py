@@ -2,7 +2,9 @@
 
 Nothing here is typed by hand: the command pages come from the click commands that
 `tsbench` runs (found through the console script declared in pyproject.toml), the
-database pages from the registry (tsbench.databases) and its support matrix
+experiment file's settings from the models that check a file, the database pages from the
+registry (tsbench.databases: each target's options model, its servers' modules, the version
+of an in-process engine's library as installed) and its support matrix
 (tsbench/databases/shared/support.py), and the figures page from the JSON files the
 self-benchmarks record in docs/figures/ (benchmarks/record.py).
 
@@ -99,8 +101,8 @@ def _default(p: click.Parameter) -> str:
     value = p.default
     if value is None or callable(value) or "UNSET" in repr(value) or value == () or p.required:
         return ""
-    if isinstance(p, click.Option) and p.is_flag and value is False:
-        return ""
+    if isinstance(p, click.Option) and p.is_flag and not p.secondary_opts and value != p.flag_value:
+        return ""                   # a flag given alone is off unless given (--no-verify's default True is "verify")
     return f"`{value}`"
 
 
@@ -166,34 +168,69 @@ def _constraints(field) -> str:
     return ", ".join(out)
 
 
-def options_table(model: type) -> list[str]:
-    """The target's options model as a table: name, type, default, bounds, description."""
+def options_table(model: type, noun: str = "option") -> list[str]:
+    """An options model (a target's, a section of an experiment file) as a table: name, type,
+    default, bounds, description."""
     fields = model.model_fields
     if not fields:
         return ["This target takes no options (`--option` / `options:`)."]
-    out = ["| option | type | default | bounds | description |", "|---|---|---|---|---|"]
+    out = [f"| {noun} | type | default | bounds | description |", "|---|---|---|---|---|"]
     for name, f in fields.items():
-        default = "" if f.is_required() else f"`{f.default}`" if f.default is not None else "unset"
+        value = None if f.is_required() else f.get_default(call_default_factory=True)
+        default = "" if f.is_required() else f"`{value}`" if value is not None else "unset"
         out.append(f"| `{name}` | {_cell(_annotation(f.annotation))} | {_cell(default)} | "
                    f"{_cell(_constraints(f))} | {_cell(f.description or '')} |")
     return out
+
+
+RECORDED = ("A run records the version it measured: `servers` in its manifest.json, `server_version` "
+            "in cells.parquet ([Results](../results.md)).")
+
+
+def _requirement(dist: str) -> str:
+    """The line of pyproject.toml's dependencies that asks for the distribution dist."""
+    import tomllib
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    return next((d for d in deps if re.match(rf"{re.escape(dist)}\b(?![-.])", d)), "")
+
+
+def _in_process_version(cls: type) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    if not cls.keeps_data:
+        return "Version: none: no database, only tsbench's own code (a sink)."
+    lib = cls.engine_library
+    try:
+        have = f"{lib} {version(lib)}"
+    except PackageNotFoundError:
+        have = f"{lib}, not installed"
+    return (f"Version: {have} (the library, which is the engine, installed where this page was built; "
+            f"pyproject.toml asks for `{_requirement(lib)}`).")
+
+
+def _server_version(cls: type, server: type) -> str:
+    if not cls.keeps_data:
+        return "Version: none: a sink, tsbench's own code."
+    if hasattr(server, "fixed_version"):
+        return f"Version: {server.fixed_version()}."
+    return ("Version: the installed server's, which tsbench reads when it starts it (what it installs is "
+            "said below).")
 
 
 def _servers_part(cls: type) -> list[str]:
     from tsbench.databases import server_class
 
     if cls.server_kind is None:
-        return ["tsbench runs it in-process (`--server local`): no server to install or start.", ""]
+        return ["tsbench runs it in-process (`--server local`): no server to install or start.", "",
+                _in_process_version(cls), "", *([RECORDED, ""] if cls.keeps_data else [])]
     out = []
     for k, kind in enumerate((cls.server_kind, *cls.other_server_kinds)):
         server = server_class(kind)
         how = "`--server local`" if k == 0 else f"`--server local:{kind}`"
-        version = getattr(server, "lib_version", None)
-        out += [f"### Local server `{kind}` ({how})", ""]
-        if version:
-            out += [f"Version: {version}.", ""]
-        out += [_plain(inspect.cleandoc(inspect.getmodule(server).__doc__ or "")), ""]
-    return out
+        out += [f"### Local server `{kind}` ({how})", "", _server_version(cls, server), "",
+                _plain(inspect.cleandoc(inspect.getmodule(server).__doc__ or "")), ""]
+    return out + ([RECORDED, ""] if cls.keeps_data else [])
 
 
 def _facts(cls: type) -> list[str]:
@@ -249,6 +286,36 @@ def database_index(matrix) -> str:
     return "\n".join(out)
 
 
+# ---- experiment files -----------------------------------------------------------------
+
+def _section_model(annotation) -> type | None:
+    """The pydantic model a field of the experiment holds: itself, or the values of a dict of them."""
+    from pydantic import BaseModel
+
+    for a in (annotation, *typing.get_args(annotation)):
+        if isinstance(a, type) and issubclass(a, BaseModel):
+            return a
+    return None
+
+
+def experiment_settings_page() -> str:
+    """Each section of an experiment file (the models `tsbench schema` is made from) as a table."""
+    from tsbench.experiments.experiment import Experiment
+
+    out = ["# Experiment file settings", "",
+           "The settings of each section of an [experiment file](experiments.md), with their defaults,",
+           "bounds and meaning: generated from the models that check a file (and that `python -m tsbench",
+           "schema` prints as a JSON Schema) when the site is built. Which of them may also be matrix",
+           "knobs is said on that page.", ""]
+    for name, field in Experiment.model_fields.items():
+        model = _section_model(field.annotation)
+        if model is None:
+            continue
+        key = f"{name}.NAME" if typing.get_origin(field.annotation) is dict else name
+        out += [f"## {key}", "", *options_table(model, "setting"), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
 # ---- figures --------------------------------------------------------------------------
 
 def figure_records() -> list[dict]:
@@ -302,6 +369,7 @@ def pages() -> dict[str, str]:
     out["databases/index.md"] = database_index(matrix)
     out |= {f"databases/{n}.md": database_page(n, matrix) for n in names()}
     out["figures.md"] = figures_page()
+    out["experiment-settings.md"] = experiment_settings_page()
     return out
 
 

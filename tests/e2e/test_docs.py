@@ -1,7 +1,7 @@
 """The documentation site: `mkdocs build --strict` passes (no broken link, no page left out
 of the build), every command has a page listing its options, every registered database a
-page with its options and the query types it skips with the reason, the figures page shows
-every recorded file; and the README stays a short front page."""
+page with its options (each with its description) and the query types it skips with the
+reason, the figures page shows every recorded file; and the README stays a short front page."""
 
 from __future__ import annotations
 
@@ -75,8 +75,9 @@ def test_every_registered_database_has_a_page_with_options_and_skipped_types(sit
         page = site / "databases" / name / "index.html"
         assert page.exists(), name
         text = " ".join(_text(page).split())
-        for field in target_class(name).options_model.model_fields:
+        for field, info in target_class(name).options_model.model_fields.items():
             assert field in text, (name, field)
+            assert " ".join(info.description.replace("`", "").split())[:60] in text, (name, field)
         for col in (c for c in matrix.columns if c == name or c.startswith(name + "/")):
             for qtype, why in matrix.reasons(col).items():
                 assert f"{qtype} {' '.join(why.split())}" in text, (col, qtype)
@@ -98,3 +99,33 @@ def test_readme_is_a_short_front_page():
     assert first == ("pip install -e . && python -m tsbench run experiments/devops100.yaml\n"
                      "pip install nox && nox -s tests\n")
     assert readme.startswith("```sh\n") and len(readme.splitlines()) <= 300
+
+
+def test_every_database_page_names_its_version_or_why_not(site):
+    from importlib.metadata import version
+
+    from tsbench.databases import names, server_class, target_class
+
+    for name in names():
+        cls = target_class(name)
+        text = " ".join(_text(site / "databases" / name / "index.html").split())
+        kinds = (cls.server_kind, *cls.other_server_kinds) if cls.server_kind else ()
+        assert text.count("Version: ") == max(1, len(kinds)), name      # one a way tsbench runs it
+        if not cls.keeps_data:
+            assert "Version: none" in text, name
+        elif not kinds:                     # in-process: the installed engine library's version
+            assert cls.engine_library and f"Version: {cls.engine_library} {version(cls.engine_library)} " in text
+        for kind in kinds if cls.keeps_data else ():
+            server = server_class(kind)
+            fixed = server.fixed_version() if hasattr(server, "fixed_version") else None
+            assert f"Version: {fixed}." in text if fixed else "Version: the installed server's" in text, kind
+
+
+def test_the_settings_page_lists_every_section_of_an_experiment_file(site):
+    from tsbench.experiments.experiment import SECTIONS
+
+    text = " ".join(_text(site / "experiment-settings" / "index.html").split())
+    for section, model in SECTIONS.items():
+        for name, info in model.model_fields.items():
+            assert name in text, (section, name)
+            assert " ".join(info.description.split())[:60] in text, (section, name)

@@ -17,6 +17,7 @@ from tsbench.experiments.runner import Runner
 
 from conftest import run_cli, run_notebook
 from faultserver import FaultServer
+from resultsdoc import undocumented
 
 EXP = """\
 name: small
@@ -72,6 +73,10 @@ def test_run_records_every_cell(small_run):
     # computed once for the 4 cells: 3 distinct queries (max-cpu-8 of 10 hosts draws the same twice)
     assert ref["misses"] == 3 and ref["hits"] == 0
     assert all(v["rows_per_s"] > 0 for v in m["harness_ceiling"].values()) and len(m["harness_ceiling"]) == 2
+
+
+def test_the_results_page_names_every_column_and_manifest_key(small_run):
+    assert not undocumented(small_run), "docs/results.md does not name these"
 
 
 def test_resources_sampled_per_role_and_phase(small_run):
@@ -227,6 +232,7 @@ def test_the_verify_phase_recounts_every_table(tmp_path, monkeypatch):
         rows[0]["expected"] == 2 * 60
     assert {r["kind"] for r in rows[1:]} == {"count", "sum", "min", "max", "series"} and \
         {r["status"] for r in rows[1:]} == {"ok"}       # the values too (issue 35)
+    assert not undocumented(out), "docs/results.md does not name these"      # the verify table's columns
     assert pq.read_table(out / "cells.parquet").to_pylist()[0]["status"] == "ok"
 
     real = DuckDBTarget.count

@@ -32,6 +32,7 @@ from tsbench.stream.stats import merged
 
 from conftest import run_cli, run_notebook
 from faultserver import FaultServer
+from resultsdoc import undocumented
 
 SPEC = {"use_case": "devops", "scale": 5, "start": "2016-01-01T00:00:00Z", "end": "2016-01-01T00:05:00Z", "seed": 9}
 
@@ -349,6 +350,7 @@ def test_a_stream_experiment_records_each_cells_seconds_and_the_report_plots_the
         assert ops == {"write", "query", "freshness"}, ops
         assert sum(r["rows"] for r in seconds if r["cell"] == cell and r["op"] == "write") == cells[cell]["stream_rows"]
     assert not list((tmp_path / "results" / "streams" / "data").iterdir())       # no data file made
+    assert not undocumented(out), "docs/results.md does not name these"      # the stream table's columns
     page = render(out)
     for title in ("Stream: ingest rate over time", "Stream: memory against cardinality",
                   "Stream: query latency while writing"):

@@ -79,10 +79,12 @@ DatasetDecl = DatasetSettings    # the data of a dataset (data/options.py)
 
 
 class TargetDecl(_Strict):
-    target: str
-    server: str = "local"
-    options: dict[str, Any] = {}
-    server_options: dict[str, Any] = {}
+    target: str = Field(description="The database (list them with: python -m tsbench targets).")
+    server: str = Field("local", description="local (tsbench installs, starts and stops it; local:KIND for another "
+                                             "server kind the target runs on) or the URL of a running server.")
+    options: dict[str, Any] = Field({}, description="The target's options (its database page lists them).")
+    server_options: dict[str, Any] = Field({}, description="Options of a local server (its database page says "
+                                                           "which).")
 
 
 LoadDecl = LoadSettings          # the load phase's options (load/options.py)

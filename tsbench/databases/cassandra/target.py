@@ -54,8 +54,7 @@ the client); see dialects/base.py's docstring for the
 contract this class keeps (the partition index read in attach(), statements
 prepared in prepare(), run concurrently, finish() timed as client work).
 
-Options: schema (series | wide), keyspace, replication_factor, batch_rows,
-concurrency, jmx_port, request_timeout."""
+Options: CassandraOptions below (each field says what it means)."""
 
 from __future__ import annotations
 
@@ -106,13 +105,21 @@ with warnings.catch_warnings():      # the option is named `schema`, like BaseMo
 
     class CassandraOptions(BaseModel):
         model_config = ConfigDict(extra="forbid")
-        schema: Literal["series", "wide"] = "series"
-        keyspace: str = Field("tsbench", pattern=r"^[A-Za-z0-9_]{1,48}$")
-        replication_factor: int = Field(1, ge=1, le=bounds.MAX_WORKERS)
-        batch_rows: int = Field(1000, ge=1, le=65535)   # INSERT statements (Cassandra rows) per unlogged batch
-        concurrency: int = Field(4, ge=1, le=bounds.MAX_WORKERS)        # batch statements in flight per worker
-        jmx_port: int | None = Field(None, ge=1, le=65535)   # for nodetool; default: the local server's
-        request_timeout: float = Field(60.0, gt=0, le=bounds.MAX_SECONDS)            # seconds, per statement
+        schema: Literal["series", "wide"] = Field(
+            "series", description="series: a table per value type, a partition per series, field and day (the "
+                                  "seed's and TSBS's), aggregated on the client as they did; wide: a table per "
+                                  "measurement, a partition per tag set and day, aggregated by the server's "
+                                  "GROUP BY floor(time, 1m) (schema.py)")
+        keyspace: str = Field("tsbench", pattern=r"^[A-Za-z0-9_]{1,48}$", description="the keyspace to load")
+        replication_factor: int = Field(1, ge=1, le=bounds.MAX_WORKERS,
+                                        description="the keyspace's replication factor")
+        batch_rows: int = Field(1000, ge=1, le=65535,
+                                description="INSERT statements (Cassandra rows) per unlogged batch")
+        concurrency: int = Field(4, ge=1, le=bounds.MAX_WORKERS, description="batch statements in flight per worker")
+        jmx_port: int | None = Field(None, ge=1, le=65535,
+                                     description="the JMX port, for nodetool's flush and compaction (of a server "
+                                                 "tsbench did not start); unset: the local server's")
+        request_timeout: float = Field(60.0, gt=0, le=bounds.MAX_SECONDS, description="seconds, per statement")
 
 
 def parse_url(url: str) -> list[tuple[str, int]]:

@@ -47,9 +47,12 @@ SESSION = {"cast_keep_nullable": 1}
 
 class ClickHouseOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    database: str = "tsbench"
-    codec: Literal["lz4", "zstd", "gorilla"] = "lz4"    # field and time compression (see CODECS)
-    threads: int | None = Field(None, ge=1)              # max_threads of each query (default: ClickHouse's)
+    database: str = Field("tsbench", description="the database of the tables (one of its own)")
+    codec: Literal["lz4", "zstd", "gorilla"] = Field(
+        "lz4", description="field and time compression (CODECS): lz4 (ClickHouse's default), zstd (ZSTD(1) on every "
+                           "time and field column) or gorilla (time DoubleDelta, int fields Delta, float fields "
+                           "Gorilla, each then ZSTD(1))")
+    threads: int | None = Field(None, ge=1, description="max_threads of each query (unset: ClickHouse's)")
 
 
 class ClickHouseTarget(Target):
@@ -60,6 +63,7 @@ class ClickHouseTarget(Target):
     count_unit = "rows"
     value_checks = EXACT
     server_kind = None                  # chdb in-process by default; a server only by URL
+    engine_library = "chdb"
     multiprocess = False                # chdb: one engine per process, one process per data dir
     options_model = ClickHouseOptions
     own_disk_figure = "clickhouse_bytes_on_disk"

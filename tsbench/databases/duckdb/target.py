@@ -13,7 +13,7 @@ import pathlib
 import threading
 
 import duckdb
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from tsbench.core.errors import Fatal, UserError
 from tsbench.core.model import Batch, Table, Tables, TableStats
@@ -29,7 +29,7 @@ SQL_TYPES = {"float": "DOUBLE", "int": "BIGINT"}
 
 class DuckDBOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    threads: int | None = None          # DuckDB's own thread count (default: its own choice)
+    threads: int | None = Field(None, description="DuckDB's own thread count (unset: its own choice)")
 
 
 class DuckDBTarget(Target):
@@ -39,6 +39,7 @@ class DuckDBTarget(Target):
     format = "csv"
     count_unit = "rows"
     server_kind = None
+    engine_library = "duckdb"
     multiprocess = False
     options_model = DuckDBOptions
     own_disk_figure = "duckdb_database_size"

@@ -75,10 +75,15 @@ INDEX_NAME_BAD = re.compile(r'[\\/*?"<>| ,#:A-Z]|^[-_+]|^\.\.?$')
 
 class ElasticsearchOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    template: Literal["default", "aggregation", "sorted"] = "default"
-    shards: int = Field(1, ge=1, le=bounds.MAX_WORKERS)
-    replicas: int = Field(0, ge=0, le=bounds.MAX_WORKERS)
-    client: Literal["library", "http"] = "library"  # opensearch-py or elasticsearch (clients.py); http: HttpClient
+    template: Literal["default", "aggregation", "sorted"] = Field(
+        "default", description="the indexes' settings and mappings (templates.py): default: every column indexed "
+                               "and in doc values, documents in _source; aggregation: _source off, fields in doc "
+                               "values only; sorted: the index sorted by the tags, then time, best_compression")
+    shards: int = Field(1, ge=1, le=bounds.MAX_WORKERS, description="primary shards of each index")
+    replicas: int = Field(0, ge=0, le=bounds.MAX_WORKERS, description="replicas of each shard")
+    client: Literal["library", "http"] = Field(
+        "library", description="library: the server's Python client, opensearch-py or elasticsearch (clients.py); "
+                               "http: the shared HttpClient")
 
 
 def check_names(t: Table) -> None:

@@ -50,13 +50,19 @@ FLUX_DIALECT = {"header": True, "delimiter": ",", "annotations": ["datatype", "g
 
 class InfluxOptions(GzipOption):
     model_config = ConfigDict(extra="forbid")
-    database: str = "tsbench"
-    api: Literal["v1", "v2"] = "v1"
-    username: str | None = None
-    password: SecretStr | None = None   # better: leave unset and export INFLUX_PASSWORD
-    query_language: Literal["influxql", "flux"] = "influxql"   # flux: the server needs flux: true
-    consistency: Literal["any", "one", "quorum", "all"] | None = None   # v1 /write's write consistency (a cluster's)
-    shard_duration: str | None = Field(None, pattern=r"^[1-9][0-9]*(ns|u|µ|ms|s|m|h|d|w)$")   # the database's, e.g. 1h
+    database: str = Field("tsbench", description="the database to load")
+    api: Literal["v1", "v2"] = Field("v1", description="the write endpoint: v1 /write (the shared HttpClient) or "
+                                                       "v2 /api/v2/write (the influxdb-client package)")
+    username: str | None = Field(None, description="the user to authenticate as (needs a password)")
+    password: SecretStr | None = Field(None, description="the user's password; better: leave unset and export "
+                                                         "INFLUX_PASSWORD")
+    query_language: Literal["influxql", "flux"] = Field(
+        "influxql", description="the queries' language; flux: the server needs flux: true")
+    consistency: Literal["any", "one", "quorum", "all"] | None = Field(
+        None, description="v1 /write's write consistency (a cluster's; inch's -consistency)")
+    shard_duration: str | None = Field(
+        None, pattern=r"^[1-9][0-9]*(ns|u|µ|ms|s|m|h|d|w)$",
+        description="the database is made WITH SHARD DURATION this, e.g. 1h (inch's -shard-duration)")
 
     @model_validator(mode="after")
     def _v1_only(self):

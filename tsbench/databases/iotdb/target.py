@@ -31,7 +31,7 @@ IoTDB 2.0 compacts in the background and has no statement to start or wait for i
 disk_bytes(): on a server tsbench runs, the DataNode's data dirs (its TsFiles:
 iotdb_data_bytes) and its WAL (iotdb_wal_bytes); by URL, none.
 
-Options: database (root.<database>), timeout (s, each call), fetch_size."""
+Options: IotdbOptions below (each field says what it means)."""
 
 from __future__ import annotations
 
@@ -65,9 +65,10 @@ PUSH_BACK = {606, 607, 621, 701, 704, 712, 716}
 
 class IotdbOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    database: str = "tsbench"                      # the data goes under root.<database>
-    timeout: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS)            # seconds, each call (the socket's timeout)
-    fetch_size: int = Field(100_000, ge=1, le=bounds.MAX_BATCH_ROWS)         # rows per fetch of a query's answer
+    database: str = Field("tsbench", description="the data goes under root.<database>")
+    timeout: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS,
+                           description="seconds, each call (the socket's timeout)")
+    fetch_size: int = Field(100_000, ge=1, le=bounds.MAX_BATCH_ROWS, description="rows per fetch of a query's answer")
 
 
 def _parse_url(url: str) -> tuple[str, int, str, str]:

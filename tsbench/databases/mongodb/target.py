@@ -49,9 +49,8 @@ Layouts: `point` (one document per record, as the seed loaded BSON),
 and `timeseries` (the point documents in a native time-series collection,
 timeField "time", metaField "tags", MongoDB 5+).
 
-Options: database, layout, write_concern (w: a number of members, 0 to 50 (a replica
-set's most), or "majority"), journal (not with write_concern=0), timeout (seconds, per
-operation). All are checked by the options model before anything starts."""
+Options: MongoOptions below (each field says what it means), all checked before anything
+starts."""
 
 from __future__ import annotations
 
@@ -89,11 +88,15 @@ MAX_MEMBERS = 50       # members of a replica set, at most: the largest w that c
 
 class MongoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    database: str = Field("tsbench", pattern=r"^[A-Za-z0-9_-]{1,63}$")
-    layout: Literal["point", "bucket", "timeseries"] = "point"
-    write_concern: int | Literal["majority"] = 1     # w
-    journal: bool | None = None                      # j
-    timeout: float = Field(60.0, gt=0, le=bounds.MAX_SECONDS)               # seconds, per operation
+    database: str = Field("tsbench", pattern=r"^[A-Za-z0-9_-]{1,63}$", description="the database to load")
+    layout: Literal["point", "bucket", "timeseries"] = Field(
+        "point", description="point: one document per record; bucket: one document per series and UTC hour "
+                             "with an array of events (TSBS's aggregate mode); timeseries: the point documents "
+                             "in a native time-series collection (MongoDB 5+; the stand-in makes an ordinary one)")
+    write_concern: int | Literal["majority"] = Field(
+        1, description="w: a number of members, 0 to 50 (a replica set's most), or majority")
+    journal: bool | None = Field(None, description="j (not with write_concern=0)")
+    timeout: float = Field(60.0, gt=0, le=bounds.MAX_SECONDS, description="seconds, per operation")
 
     @field_validator("write_concern")
     @classmethod

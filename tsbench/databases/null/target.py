@@ -18,7 +18,8 @@ from tsbench.databases.shared.target import Target
 
 class NullHttpOptions(GzipOption):
     model_config = ConfigDict(extra="forbid")
-    timeout: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS)   # seconds per request before it counts as push-back
+    timeout: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS,
+                           description="seconds per request before it counts as push-back")
 
 
 class NullTarget(Target):

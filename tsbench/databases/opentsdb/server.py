@@ -144,8 +144,9 @@ class OpenTsdbServer(JvmServer):
         super().install()
         maven_lib("opentsdb", VERSION, list(TSDB_ARTIFACTS), self.kind)
 
-    def version(self) -> str:
-        return VERSION
+    @classmethod
+    def fixed_version(cls) -> str:
+        return VERSION              # OpenTSDB's, not that of the HBase library it runs on
 
     # ---- run ----------------------------------------------------------------------------------
     def prepare(self, datadir: pathlib.Path, ports: dict[str, int]) -> None:

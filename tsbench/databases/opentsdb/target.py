@@ -24,8 +24,7 @@ server option row_compaction turns it on; it then goes on for half an hour after
 a load, and the figure holds what it had done by then). By URL, an OpenTSDB of its own:
 no compaction, no disk figure.
 
-Options: sync (wait for HBase on each put, default true), sync_timeout (ms),
-gzip level."""
+Options: OpenTsdbOptions below (each field says what it means)."""
 
 from __future__ import annotations
 
@@ -58,9 +57,10 @@ DELETE_WAIT_S = 60.0
 
 class OpenTsdbOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    sync: bool = True                         # /api/put answers once HBase holds the points
-    sync_timeout: int = Field(120_000, ge=1, le=int(bounds.MAX_SECONDS * 1000))  # ms
-    gzip: int = Field(1, ge=0, le=9)          # gzip level of a put body (0: not compressed)
+    sync: bool = Field(True, description="/api/put answers once HBase holds the points")
+    sync_timeout: int = Field(120_000, ge=1, le=int(bounds.MAX_SECONDS * 1000),
+                              description="milliseconds a synced put may wait for HBase")
+    gzip: int = Field(1, ge=0, le=9, description="gzip level of a put body (0: not compressed)")
 
 
 class OpenTsdbTarget(Target):

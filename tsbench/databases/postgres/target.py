@@ -9,24 +9,7 @@ view of the split buffer: no Python per row. Every worker has its own
 connection (a free list, opened lazily); a batch is one transaction, so a
 retried batch never doubles rows.
 
-Options:
-  database     the database to load (default tsbench); created if missing by
-               connecting to the URL's database (the server's maintenance db)
-  schema_name  schema of the tables (default public)
-  tags         "table" (default, TSBS-style): a `tags` table holds one row and
-               an id per distinct set of the tags every measurement shares (the
-               entity's: hostname, region, ... / name, fleet, ...); measurement
-               tables hold time, tags_id, their own extra tags, fields.
-               "inline": every tag is a text column of each measurement table.
-               (Measurements that share no leading tags are loaded inline.)
-  index        on time: "btree" (default) | "brin" | "none". With tags "table"
-               there is also a btree on (tags_id, time) unless index is none.
-  password     the password to connect with, over the URL's (better:
-               `password_env: VAR`, see tsbench/core/secrets.py)
-  timescaledb  true: TimescaleDB (timescale.py): every measurement table a
-               hypertable on time, chunks of `chunk_interval` (default 1 day);
-               `compress: true` compresses chunks (segmented by tag set)
-               before the disk figures, `compress_after` adds the policy too
+Options: PostgresOptions below (each field says what it means; TimescaleDB in timescale.py).
 
 Tag sets (tags "table"): a batch is COPYed into per-connection TEMP staging
 tables; then its new tag sets go into `tags` and the rows into the measurement
@@ -52,7 +35,7 @@ from typing import Literal
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from pydantic import BaseModel, ConfigDict, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from tsbench.core.errors import Fatal, Retryable, UserError
 from tsbench.core.model import Batch, Table, Tables, TableStats
@@ -79,15 +62,28 @@ def one_line(exc: BaseException) -> str:
 
 class PostgresOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    database: str = "tsbench"
-    schema_name: str = "public"
-    tags: Literal["table", "inline"] = "table"
-    index: Literal["btree", "brin", "none"] = "btree"
-    password: SecretStr | None = None    # else the URL's, else libpq's (PGPASSWORD, ~/.pgpass); or password_env
-    timescaledb: bool = False
-    chunk_interval: str = "1 day"
-    compress: bool = False
-    compress_after: str | None = None    # e.g. "7 days": also a compression policy (needs compress)
+    database: str = Field("tsbench", description="the database to load; created if missing by connecting to "
+                                                 "the URL's database (the server's maintenance db)")
+    schema_name: str = Field("public", description="schema of the tables")
+    tags: Literal["table", "inline"] = Field(
+        "table", description="table (TSBS-style): a `tags` table holds one row and an id per distinct set of the "
+                             "tags every measurement shares (the entity's: hostname, region, ... / name, fleet, "
+                             "...); measurement tables hold time, tags_id, their own extra tags, fields. inline: "
+                             "every tag is a text column of each measurement table. (Measurements that share no "
+                             "leading tags are loaded inline.)")
+    index: Literal["btree", "brin", "none"] = Field(
+        "btree", description="the index on time; with tags table there is also a btree on (tags_id, time) "
+                             "unless index is none")
+    password: SecretStr | None = Field(
+        None, description="the password to connect with, over the URL's; unset: the URL's, else libpq's "
+                          "(PGPASSWORD, ~/.pgpass). Better: `password_env: VAR` (tsbench/core/secrets.py)")
+    timescaledb: bool = Field(False, description="true: TimescaleDB (timescale.py; a server with the extension, "
+                                                 "given by URL): every measurement table a hypertable on time, "
+                                                 "chunks of chunk_interval")
+    chunk_interval: str = Field("1 day", description="the hypertables' chunk interval (with timescaledb)")
+    compress: bool = Field(False, description="true: compress the chunks (segmented by tag set) before the disk "
+                                              "figures (with timescaledb)")
+    compress_after: str | None = Field(None, description='e.g. "7 days": also a compression policy (needs compress)')
 
     @model_validator(mode="after")
     def _timescale_only(self):

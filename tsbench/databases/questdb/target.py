@@ -70,8 +70,10 @@ VACUUM_EVERY_S = 2.0                 # VACUUM again while replaced partition ver
 
 class QuestDbOptions(GzipOption):
     model_config = ConfigDict(extra="forbid")
-    partition_by: Literal["HOUR", "DAY", "WEEK", "MONTH", "YEAR"] = "DAY"
-    wal_timeout: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS)     # seconds flush() waits for the WAL to be applied
+    partition_by: Literal["HOUR", "DAY", "WEEK", "MONTH", "YEAR"] = Field(
+        "DAY", description="the tables' PARTITION BY")
+    wal_timeout: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS,
+                               description="seconds flush() waits for the WAL to be applied")
 
 
 def one_line(text: str) -> str:

@@ -70,8 +70,9 @@ class GzipOption(BaseModel):
     """-O gzip=true: request bodies gzip'd (Content-Encoding: gzip) at -O gzip_level=N,
     1 (fastest) to 9 (smallest); mixed into the options of targets whose server takes them."""
 
-    gzip: bool = False
-    gzip_level: int = Field(GZIP_LEVEL, ge=1, le=9)
+    gzip: bool = Field(False, description="true: request bodies gzip'd (Content-Encoding: gzip)")
+    gzip_level: int = Field(GZIP_LEVEL, ge=1, le=9,
+                            description="the gzip level, 1 (fastest) to 9 (smallest); needs gzip=true")
 
     @model_validator(mode="after")
     def _level_needs_gzip(self):

@@ -178,8 +178,14 @@ class JvmServer(Server):
     def install(self) -> None:
         maven_lib(self.lib_name, self.lib_version, list(self.artifacts), self.kind)
 
+    @classmethod
+    def fixed_version(cls) -> str:
+        """The server's version, from class data alone (its docs page names it): its library's
+        unless the server says otherwise."""
+        return cls.lib_version
+
     def version(self) -> str:
-        return self.lib_version
+        return self.fixed_version()
 
     # ---- run ------------------------------------------------------------------------------
     def command(self, datadir: pathlib.Path, ports: dict[str, int]) -> list[str]:

@@ -60,6 +60,7 @@ class Target:
     count_unit: ClassVar[str] = "rows"            # what count() returns: "rows" or "values"
     server_kind: ClassVar[str | None] = None      # Server registry name for server: local; None = in-process
     other_server_kinds: ClassVar[tuple[str, ...]] = ()   # further kinds it runs on: server: local:<kind>
+    engine_library: ClassVar[str | None] = None  # in-process: the Python distribution that is the engine (its version)
     needs_url: ClassVar[bool] = False            # True: cannot run without a URL (--server local or one given)
     url_example: ClassVar[str] = ""              # the form of its URL, for the error when none is given
     # query languages it speaks, the default first: name -> Dialect class (queries/dialect.py)

@@ -46,9 +46,10 @@ ROLLUPS = (("sum", "count_over_time"), ("sum", "sum_over_time"), ("min", "min_ov
 
 class VictoriaMetricsOptions(GzipOption):
     model_config = ConfigDict(extra="forbid")
-    # Samples one count query may scan: well under the server's -search.maxSamplesPerQuery
-    # (1e9) and -search.maxSamplesPerSeries (3e7), and quick enough for -search.maxQueryDuration.
-    max_samples_per_query: int = Field(20_000_000, ge=1, le=bounds.MAX_COUNT)
+    max_samples_per_query: int = Field(
+        20_000_000, ge=1, le=bounds.MAX_COUNT,
+        description="samples one count query may scan: well under the server's -search.maxSamplesPerQuery "
+                    "(1e9) and -search.maxSamplesPerSeries (3e7), and quick enough for -search.maxQueryDuration")
 
 
 class VictoriaMetricsTarget(Target):
