@@ -33,7 +33,7 @@ def _python(code: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 
 SIM = """\
-    from tsbench import native
+    from tsbench.data import native
     from tsbench.data.dataset import DatasetSpec, resolve
     ds = resolve(DatasetSpec(use_case="devops", scale=1))
     try:
@@ -64,7 +64,7 @@ def test_the_c_core_refuses_sizes_and_times_beyond_64_bits(hi, start, epochs, go
 
 
 def test_the_c_core_bounds_a_grouping_it_cannot_hold():
-    p = _python("from tsbench import native; print(native.lib.ts_bson_groups_scratch(2 ** 63))")
+    p = _python("from tsbench.data import native; print(native.lib.ts_bson_groups_scratch(2 ** 63))")
     assert p.returncode == 0 and p.stdout.strip() == str(2 ** 64 - 1), (p.returncode, p.stdout, p.stderr)
 
 
