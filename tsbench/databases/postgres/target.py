@@ -42,7 +42,6 @@ from tsbench.core.model import Batch, Table, Tables, TableStats
 from tsbench.data import native
 from tsbench.databases.postgres import timescale
 from tsbench.databases.postgres.dialect import TAGS, PostgresSpelling
-from tsbench.databases.shared.connecting import timed_connect
 from tsbench.databases.shared.sqlstats import EXACT, fields_sql, series_sql, table_stats
 from tsbench.databases.shared.target import Target, exists_error
 from tsbench.queries.base import Answer, RowSet, lit, q
@@ -508,16 +507,19 @@ class PostgresTarget(Target):
         self._qall_conns.append(conn)
         return conn
 
-    async def query(self, native: str) -> Answer:
-        """Run a query on a free connection (one opened here is timed apart by the shared
-        transport, connect_s), to the last row received. The time to the first byte is
-        not measured (None): libpq hands over a result whole, and single-row mode would
-        add per-row client work to the latency."""
-        connect_s = None
+    async def open_query_connection(self) -> bool:
+        """A connection for the next query when none is free (the executor times it apart)."""
         if self._qfree:
-            conn = self._qfree.pop()
-        else:
-            conn, connect_s = await timed_connect(self._query_conn())
+            return False
+        self._qfree.append(await self._query_conn())
+        return True
+
+    async def query(self, native: str) -> Answer:
+        """Run a query on a free connection (open_query_connection() made sure of one), to
+        the last row received. The time to the first byte is not measured (None): libpq
+        hands over a result whole, and single-row mode would add per-row client work to
+        the latency."""
+        conn = self._qfree.pop() if self._qfree else await self._query_conn()
         try:
             cur = await conn.execute(native)
             rows = await cur.fetchall()
@@ -528,4 +530,4 @@ class PostgresTarget(Target):
             if not conn.closed:
                 self._qfree.append(conn)
         # libpq does not say how many bytes a result took on the wire: bytes not measured (None)
-        return Answer(RowSet(names, rows), None, None, connect_s=connect_s)
+        return Answer(RowSet(names, rows), None, None)

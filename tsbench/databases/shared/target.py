@@ -19,9 +19,11 @@ and retries the same batch) and Fatal with the server's own words otherwise.
 The executor runs a query (phase 4) as `ans = await t.query(native)` then
 `t.finish(native, ans)`, and times both itself (execute/timer.py): a latency is
 send -> last byte plus finish(), the client work the user waits for (client_s).
-No target reads a clock on that path; the shared transport (http_pool, connecting)
-reports only the durations of its own events: the time to the first byte (ttfb)
-and the connection set-up (connect_s, excluded from the latency)."""
+No target reads a clock on that path; the shared HTTP transport (http_pool) reports
+only the durations of its own events: the time to the first byte (ttfb) and the
+connection set-up (connect_s, excluded from the latency). A driver that must open a
+connection first does it in open_query_connection(), which the executor times apart
+as connect_s."""
 
 from __future__ import annotations
 
@@ -202,6 +204,11 @@ class Target:
         Nothing here may do work the user does not wait for: canonical() does that after
         the timed pass."""
         raise Unsupported(f"target {self.name} runs no queries")
+
+    async def open_query_connection(self) -> bool:
+        """Called right before query(): open a connection for it if none is free; True if
+        one was opened (the executor records that time as connect_s, outside the latency)."""
+        return False
 
     def finish(self, native: Any, answer) -> list[tuple] | None:
         """Timed, right after query(): the client work the user waits for (the canonical rows
