@@ -7,6 +7,11 @@ every catalog type whose shape it implements, minus its declared exclusions,
 each with its reason. So a type added to the catalog in a known shape runs
 everywhere at once, and `support()` says for every type why it does not.
 
+A dialect may also declare other correct forms of a type's question (`forms`),
+which benchmarks/dialects.py times against tsbench's own rendering on a loaded
+server; where one is faster by more than 1.2x and tsbench keeps its own,
+`form_reasons` says why.
+
     class MetricsQL(Dialect):
         name = "metricsql"
         excluded = {"high-cpu-all": "rows filtered on a field need row output"}
@@ -24,6 +29,10 @@ from tsbench.queries.base import BASIC_SHAPES, QuerySpec, shape_of
 from tsbench.queries.catalog import CATALOG
 
 
+# the name of tsbench's own rendering among a query type's forms
+TSBENCH_FORM = "tsbench"
+
+
 class Dialect:
     """Base class: subclasses override the shape methods they implement."""
 
@@ -32,6 +41,13 @@ class Dialect:
     excluded: ClassVar[Mapping[str, str]] = {}
     # custom shape (a catalog type's own name) -> renderer(dialect, params) -> native query
     custom: ClassVar[Mapping[str, Callable[[Any, dict], Any]]] = {}
+    # query type -> {form name -> renderer(dialect, params) -> native query}: other correct
+    # ways to ask the same question, measured against tsbench's own rendering (the implicit
+    # form "tsbench", never listed here) by benchmarks/dialects.py
+    forms: ClassVar[Mapping[str, Mapping[str, Callable[[Any, dict], Any]]]] = {}
+    # query type -> why tsbench's form is kept although another correct form was measured
+    # faster than it by more than 1.2x (also said in the dialect's docstring)
+    form_reasons: ClassVar[Mapping[str, str]] = {}
 
     def aggregate(self, p: dict) -> Any:
         raise NotImplementedError
@@ -87,3 +103,19 @@ class Dialect:
 
     def render_custom(self, shape: str, p: dict) -> Any:
         return self.custom[shape](self, p)
+
+    def render_form(self, spec: QuerySpec, form: str) -> Any:
+        """The native query of a drawn query in one of its forms: "tsbench" is render(spec),
+        any other a renderer of forms[spec.type]; Unsupported for a form not declared."""
+        native = self.render(spec)
+        if form == TSBENCH_FORM:
+            return native
+        renderer = self.forms.get(spec.type, {}).get(form)
+        if renderer is None:
+            raise Unsupported(f"{self.name}: query type {spec.type} has no form {form!r}")
+        return renderer(self, spec.params)
+
+    @classmethod
+    def form_names(cls, query_type: str) -> tuple[str, ...]:
+        """Every form of a query type: tsbench's first, then the declared ones."""
+        return (TSBENCH_FORM, *cls.forms.get(query_type, {}))
