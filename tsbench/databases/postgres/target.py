@@ -41,7 +41,7 @@ from tsbench.core.errors import Fatal, Retryable, UserError
 from tsbench.core.model import Batch, Table, Tables, TableStats
 from tsbench.data import native
 from tsbench.databases.postgres import timescale
-from tsbench.databases.postgres.dialect import TAGS, PostgresSpelling
+from tsbench.databases.postgres.dialect import TAGS, PostgresSpelling, PostgresSql
 from tsbench.databases.shared.sqlstats import EXACT, fields_sql, series_sql, table_stats
 from tsbench.databases.shared.target import Target, exists_error
 from tsbench.queries.base import Answer, RowSet, lit, q
@@ -191,7 +191,7 @@ class PostgresTarget(Target):
     server_kind = "postgres"
     options_model = PostgresOptions
     own_disk_figure = "pg_total_relation_size"
-    dialects = {"sql": Sql}
+    dialects = {"sql": PostgresSql}
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -492,7 +492,8 @@ class PostgresTarget(Target):
         if self._plans is None:
             raise Fatal("postgres: render() before create() or attach()")
         entity = self._plans[0].entity if self._plans else ()
-        return Sql(PostgresSpelling(self.schema, entity, self.options.timescaledb))
+        return PostgresSql(PostgresSpelling(self.schema, entity, self.options.timescaledb,
+                                            indexed=self.options.index != "none"))
 
     async def prepare(self, workers: int) -> None:
         """One autocommit connection per worker, opened before timing."""
