@@ -8,6 +8,7 @@ docs/testing.md), `nox -s bench`
 `nox -s bench_stream` (stream beside load into the null HTTP sink, and a long run's memory),
 `nox -s bench_cluster` (load from one and two Dask client slots into the null target),
 `nox -s bench_queries` (query latency on InfluxDB next to the server's own time and a bare client), `nox -s bench_memory` (peak PSS of generate and of the reference engine) and
+`nox -s bench_dialects` (each query type's forms per database, answers checked equal, ratios),
 `nox -s bench_validation` (latencies with and without checking the answers);
 `nox -s fuzz [SECONDS]` (hypothesis over the readers of untrusted input, bounded in time);
 `nox -s docs` (the documentation site, `mkdocs build --strict` into site/).
@@ -122,6 +123,14 @@ def bench_queries(session: nox.Session) -> None:
     """single-groupby-1-1-1 on InfluxDB 1.8, devops 100 hosts x 6 h, 1 worker: p50, p99, q/s, server time."""
     session.install("-e", ".")
     session.run("python", "-m", "benchmarks.queries", *session.posargs)
+
+
+@nox.session
+def bench_dialects(session: nox.Session) -> None:
+    """Per database and query type: tsbench's query form against the other correct forms its
+    dialect declares, on one loaded local server, answers checked equal; p50 and ratios."""
+    session.install("-e", ".")
+    session.run("python", "-m", "benchmarks.dialects", *session.posargs)
 
 
 @nox.session

@@ -259,6 +259,42 @@ def _queries_part(name: str, matrix) -> list[str]:
     return out
 
 
+def _form_ratios(name: str) -> tuple[dict[tuple[str, str], float], str]:
+    """The newest recorded `bench_dialects` ratios of a target: (type, form) -> ratio to the
+    fastest correct form, and the record's command and date (empty without one)."""
+    for r in figure_records():
+        if r["benchmark"] != "dialects":
+            continue
+        ratios = {}
+        for f in r["figures"]:
+            head, _, what = f["name"].partition(": ")
+            db, qtype, form = (head.split(" ", 2) + ["", ""])[:3]
+            if db == name and what == "ratio to the fastest":
+                ratios[qtype, form] = f["value"]
+        if ratios:
+            return ratios, f"`{r['command']}` ({r['date']}, commit `{r['commit']}`)"
+    return {}, ""
+
+
+def _forms_part(name: str, cls: type) -> list[str]:
+    """The query forms tried per type (each dialect's `forms`), with the recorded ratios."""
+    ratios, run = _form_ratios(name)
+    out = []
+    for lang, dialect in cls.dialects.items():
+        if not dialect.forms:
+            continue
+        out += [f"### {lang}", "", "Other forms of the same question that `nox -s bench_dialects` times against",
+                "tsbench's own (answers checked equal to it). Ratio: p50 over the fastest correct form's"
+                + (f", from {run}." if ratios else " (no run recorded in docs/figures yet)."), "",
+                "| query type | forms tried (ratio) | why tsbench's form is kept |", "|---|---|---|"]
+        for qtype, forms in dialect.forms.items():
+            tried = ", ".join(f"`{f}`" + (f" ({ratios[qtype, f]:.2f}x)" if (qtype, f) in ratios else "")
+                              for f in ("tsbench", *forms))
+            out.append(f"| `{qtype}` | {tried} | {_cell(dialect.form_reasons.get(qtype, ''))} |")
+        out.append("")
+    return out or ["No other query forms declared: tsbench's rendering is the only one measured."]
+
+
 def database_page(name: str, matrix) -> str:
     from tsbench.databases import target_class
 
@@ -267,7 +303,8 @@ def database_page(name: str, matrix) -> str:
            "## What it is", "", *_facts(cls), "",
            f"## Options ({cls.options_model.__name__})", "",
            "Given as `--option KEY=VALUE` on the command line or under `options:` in an experiment file.", "",
-           *options_table(cls.options_model), "", "## Query types", "", *_queries_part(name, matrix)]
+           *options_table(cls.options_model), "", "## Query types", "", *_queries_part(name, matrix),
+           "", "## Query forms", "", *_forms_part(name, cls)]
     return "\n".join(out).rstrip() + "\n"
 
 

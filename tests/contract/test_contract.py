@@ -349,6 +349,33 @@ def test_every_query_it_runs_equals_the_reference(endpoint, dataset, datafiles, 
     assert len(res.validation) == len(specs)
 
 
+def _form_types(case: str, dataset: str) -> list[str]:
+    """The types with other forms declared (Dialect.forms) that a case's dialect runs on a dataset."""
+    target, url, options, _ = CONTRACT[case]
+    dialect = _cls(case).dialects[_cls(case)(url, options).dialect_name()]
+    ctx = queries.context(resolve(DatasetSpec(**DATASETS[dataset])))
+    return [t for t in dialect.forms if t in dialect.query_types() and queries.CATALOG[t].applies(ctx) is None]
+
+
+@pytest.mark.parametrize("endpoint,dataset", [(c, d) for c in _querying() for d in DATASETS if _form_types(c, d)],
+                         indirect=["endpoint"])
+def test_every_declared_form_answers_as_tsbenchs_form(endpoint, dataset, datafiles, references):
+    """The forms benchmarks/dialects.py times (execute/forms.py): each one's answers are tsbench's form's."""
+    from tsbench.execute.forms import form_mismatches
+
+    case, url = endpoint
+    df = _file(endpoint, datafiles, dataset)
+    specs = session.draw(df.dataset, _form_types(case, dataset), 1, seed=5, reference=references[dataset])
+    _loaded(endpoint, df)
+
+    async def go():
+        async with session.open_target(_reach(endpoint), announce=False) as conn:
+            await conn.target.attach(df.tables())
+            return await form_mismatches(conn.target, specs, references[dataset])
+    bad = asyncio.run(go())
+    assert not bad, "\n".join(bad)
+
+
 def _server_lacks(target, specs) -> set[str]:
     """The types the open target refuses for want of a function of its server's release."""
     out = set()

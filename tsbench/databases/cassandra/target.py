@@ -422,8 +422,8 @@ class CassandraTarget(Target):
         self._dialect = cls(self.ks, self._tables, index=index)
         self._index_stale = False
 
-    def render(self, spec):
-        plan = super().render(spec)
+    def render(self, spec, form: str = "tsbench"):
+        plan = super().render(spec, form)
         self._cql.update(plan.templates)
         return plan
 

@@ -372,10 +372,10 @@ class ElasticsearchTarget(Target):
         major, minor = (int(x) for x in (self.number.split(".") + ["0"])[:2])
         return (major, minor) >= (8, 1)
 
-    def render(self, spec) -> EsQuery:
+    def render(self, spec, form: str = "tsbench") -> EsQuery:
         """The dialect's query; ServerLacks where the aggregation template's unindexed
         fields meet a filter on a field's value on a server that cannot search doc values."""
-        native_q = super().render(spec)
+        native_q = super().render(spec, form)
         if self.options.template == "aggregation" and not self.searches_doc_values():
             f = next((f for _, body in native_q.requests for f in _field_filters(json.loads(body))), None)
             if f is not None:

@@ -275,9 +275,10 @@ class InfluxTarget(Target):
         """The dialect of `language` (the query_language option's by default) for this database."""
         return self.dialects[language or self.dialect_name()](self.db)
 
-    def render(self, spec) -> InfluxQuery:
-        """InfluxQL (or Flux, with query_language: flux) of a QuerySpec; carries the params."""
-        text = super().render(spec)
+    def render(self, spec, form: str = "tsbench") -> InfluxQuery:
+        """InfluxQL (or Flux, with query_language: flux) of a QuerySpec, in tsbench's form or
+        another (Target.render); carries the params."""
+        text = super().render(spec, form)
         lang = self.dialect_name()
         self._body(lang, text)         # encoded now, not on the timed path
         return InfluxQuery(lang, text, spec.type, spec.params, self.dialect(lang).client_finished(spec.params))

@@ -57,6 +57,7 @@ def sample_by(width_ns: int) -> str | None:
 
 class QuestSql(Sql):
     name = "questdb"
+    forms = {}            # filled below the class: every bucketed aggregate type, and lastpoint
 
     def __init__(self, spelling: SqlSpelling | None = None):
         super().__init__(spelling or QuestDbSpelling())
@@ -78,6 +79,10 @@ class QuestSql(Sql):
             out += f" LIMIT {int(p['limit'])}"
         return out
 
+    def sample_by_form(self, p: dict, clause: str) -> str:
+        """tsbench's SAMPLE BY query with another sampling clause (`SAMPLE BY 1h` ...)."""
+        return self.aggregate(p).replace(sample_by(p["bucket"]), clause)
+
     def last(self, p: dict) -> str:
         d, m = self.spelling, p["measurement"]
         g = [d.tag(m, x) for x in p["group_by"]]
@@ -87,6 +92,63 @@ class QuestSql(Sql):
 
     def render_custom(self, shape: str, p: dict) -> str:
         return IOT[shape](self.spelling, p)
+
+
+# ---- other forms of the same questions (benchmarks/dialects.py measures them) ------------------
+
+def _unit(width_ns: int) -> str:
+    """A bucket width as QuestDB's sampling units spell it (1h, 10m...)."""
+    unit, n = next((u, n) for u, n in UNITS if width_ns % n == 0)
+    return f"{width_ns // n}{unit}"
+
+
+def _group_by_bucket(d: QuestSql, p: dict) -> str:
+    """The shared SQL: GROUP BY the bucket number computed from the epoch microseconds."""
+    return Sql.aggregate(d, p)
+
+
+def _timestamp_floor(d: QuestSql, p: dict) -> str:
+    """GROUP BY timestamp_floor(unit, time): QuestDB's bucket function on the designated timestamp."""
+    s, m = d.spelling, p["measurement"]
+    groups = [s.quote(g) for g in p.get("group_by") or []]
+    vals = [f"v{i}" for i in range(len(p["fields"]))]
+    sel = [f"timestamp_floor('{_unit(p['bucket'])}', m.time) AS tb"] + \
+          [f"{s.tag(m, g)} AS {s.quote(g)}" for g in p.get("group_by") or []] + \
+          [f"{AGG_SQL[p['agg']]}({s.field(f)}) AS {v}" for f, v in zip(p["fields"], vals)]
+    inner = f"SELECT {', '.join(sel)} FROM {s.table(m)} WHERE {where(p, s)} GROUP BY {', '.join(['tb', *groups])}"
+    out = f"SELECT {', '.join(['(cast(tb AS long) * 1000) AS t', *groups, *vals])} FROM ({inner})"
+    if p.get("order") == "desc":
+        out += " ORDER BY t DESC"
+    if p.get("limit"):
+        out += f" LIMIT {int(p['limit'])}"
+    return out
+
+
+def _fill_none(d: QuestSql, p: dict) -> str:
+    """SAMPLE BY with an explicit FILL(NONE) (no row for an empty bucket: tsbench's meaning)."""
+    return d.sample_by_form(p, f"SAMPLE BY {_unit(p['bucket'])} FILL(NONE) ALIGN TO CALENDAR")
+
+
+def _tsbs(d: QuestSql, p: dict) -> str:
+    """TSBS's text: a bare `SAMPLE BY 1h` (QuestDB 7.4+ aligns to the calendar by default)."""
+    return d.sample_by_form(p, f"SAMPLE BY {_unit(p['bucket'])}")
+
+
+def _latest_by(d: QuestSql, p: dict) -> str:
+    """TSBS's lastpoint: the older `LATEST BY <symbol>` spelling."""
+    s, m = d.spelling, p["measurement"]
+    sel = [f"{s.time_ns()} AS t", *(s.tag(m, x) for x in p["group_by"]), *(s.field(f) for f in p["fields"])]
+    return f"SELECT {', '.join(sel)} FROM {s.table(m)} LATEST BY {', '.join(s.quote(x) for x in p['group_by'])}"
+
+
+BUCKETED = ("single-groupby-1-1-1", "single-groupby-1-1-12", "single-groupby-1-8-1", "single-groupby-5-1-1",
+            "single-groupby-5-1-12", "single-groupby-5-8-1", "cpu-max-all-1", "cpu-max-all-8", "double-groupby-1",
+            "double-groupby-5", "double-groupby-all", "groupby-orderby-limit")
+QuestSql.forms = {
+    **{t: {"group-by-bucket": _group_by_bucket, "timestamp-floor": _timestamp_floor, "fill-none": _fill_none,
+           "tsbs": _tsbs} for t in BUCKETED},
+    "lastpoint": {"tsbs-latest-by": _latest_by},
+}
 
 
 # ---- the iot types in QuestDB SQL (meanings: queries/iot.py) -----------------------------------

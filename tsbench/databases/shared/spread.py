@@ -165,8 +165,8 @@ class Spread:
     def dialect(self):
         return self.members[0].dialect()
 
-    def render(self, spec):
-        return self.members[0].render(spec)
+    def render(self, spec, form: str = "tsbench"):
+        return self.members[0].render(spec, form)
 
     async def prepare(self, workers: int) -> None:
         await self.members[0].prepare(workers)

@@ -35,7 +35,7 @@ from tsbench.core.errors import Unsupported, UserError
 from tsbench.core.model import STAT_KINDS, Batch, Table, Tables, TableStats
 from tsbench.databases.shared import printable
 from tsbench.queries.base import RowSet
-from tsbench.queries.dialect import Dialect
+from tsbench.queries.dialect import TSBENCH_FORM, Dialect
 
 IF_EXISTS = ("abort", "reuse", "drop")
 GZIP_KEYS = ("gzip", "gzip_level")      # http.GzipOption's: only targets whose server takes gzip'd bodies
@@ -182,13 +182,14 @@ class Target:
         context: database name, schema, the server's functions)."""
         return self.dialects[self.dialect_name()]()
 
-    def render(self, spec) -> Any:
-        """The native query of a QuerySpec in this target's dialect (dialect().render);
-        Unsupported, with the reason, for a type it does not run."""
+    def render(self, spec, form: str = TSBENCH_FORM) -> Any:
+        """The native query of a QuerySpec in this target's dialect (dialect().render), or in
+        another of its forms (dialect().render_form: benchmarks/dialects.py); Unsupported,
+        with the reason, for a type it does not run."""
         if self.dialect_name() is None:
             raise Unsupported(f"target {self.name} runs no queries")
         try:
-            return self.dialect().render(spec)
+            return self.dialect().render_form(spec, form)
         except Unsupported as exc:
             raise type(exc)(f"target {self.name}: {exc}") from None
 

@@ -13,7 +13,7 @@ from tsbench.core.errors import Fatal, Unsupported
 from tsbench.databases.influx.dialects.canonical import AGGREGATES, finish_aggregate, layout, tag
 from tsbench.databases.influx.dialects.iot import IOT
 from tsbench.databases.influx.dialects.literals import duration, ident, number, ql_str
-from tsbench.queries.base import shape_of
+from tsbench.queries.base import iso, shape_of
 from tsbench.queries.dialect import Dialect
 
 # rows(params, results) -> canonical rows, for a custom shape
@@ -155,3 +155,38 @@ class InfluxQL(Dialect):
         if shape == "rows":
             return _raw_rows(p, res)
         raise Unsupported(f"influx: unknown query shape {shape!r}")
+
+
+# ---- other forms of the same questions (benchmarks/dialects.py measures them) ------------------
+
+def _fill_null(d: InfluxQL, p: dict) -> str:
+    """tsbench's statement with InfluxDB's default fill(null): empty buckets come back as nulls."""
+    return d.aggregate(p).replace(" fill(none)", "")
+
+
+def _tsbs_text(d: InfluxQL, p: dict) -> str:
+    """TSBS's text: RFC3339 time literals, lower-case keywords, the default fill(null)."""
+    q = _fill_null(d, p).replace(f"time >= {int(p['start'])} AND time < {int(p['end'])}",
+                                 f"time >= '{iso(p['start'])}' and time < '{iso(p['end'])}'")
+    return q.replace(" FROM ", " from ", 1).replace(" WHERE ", " where ", 1) \
+        .replace(" GROUP BY ", " group by ", 1)
+
+
+def _per_host_subquery(d: InfluxQL, p: dict) -> str:
+    """max (or min) of each host's max in a subquery: the same answer, in two stages."""
+    agg, b = p["agg"], duration(p["bucket"])
+    inner = ", ".join(f"{agg}({ident(f)}) AS v{i}" for i, f in enumerate(p["fields"]))
+    outer = ", ".join(f"{agg}(v{i})" for i in range(len(p["fields"])))
+    window = f"time >= {int(p['start'])} AND time < {int(p['end'])}"
+    sub = f"SELECT {inner} FROM {ident(p['measurement'])} WHERE {_where(p)} GROUP BY time({b}), {ident(p['tag'])}"
+    return f"SELECT {outer} FROM ({sub}) WHERE {window} GROUP BY time({b}) fill(none)"
+
+
+_MAX_OF_HOSTS = ("single-groupby-1-8-1", "single-groupby-5-8-1", "cpu-max-all-8")
+_BUCKETED = ("single-groupby-1-1-1", "single-groupby-1-1-12", "single-groupby-5-1-1", "single-groupby-5-1-12",
+             "cpu-max-all-1", "double-groupby-1", "double-groupby-5", "double-groupby-all")
+InfluxQL.forms = {
+    **{t: {"fill-null": _fill_null, "tsbs-text": _tsbs_text} for t in _BUCKETED},
+    **{t: {"fill-null": _fill_null, "tsbs-text": _tsbs_text, "per-host-subquery": _per_host_subquery}
+       for t in _MAX_OF_HOSTS},
+}

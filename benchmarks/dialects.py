@@ -1,0 +1,163 @@
+"""Benchmark of the query forms (`nox -s bench_dialects`, phases 3-5): per database, a
+local server started by tsbench holds a small devops dataset (and an iot one where
+the dialect declares forms of iot types); for every query type its dialect declares
+other forms of (Dialect.forms), queries are drawn and each runs in every form,
+tsbench's own first, through the target's timed query path (execute/forms.py), in
+alternating rounds. Every form's answers are compared with tsbench's form's (the
+validate phase's comparison): a form that differs is WRONG and never the fastest.
+Printed per database and type: form, p50 ms, ratio to the fastest correct form,
+and the dialect's reason (form_reasons) where tsbench's form is > 1.2x the fastest.
+Exits 1 if tsbench's form is > 1.2x the fastest correct form without a reason.
+
+    python -m benchmarks.dialects --databases influx,questdb --hosts 10 --hours 6 \\
+        --queries 20 --rounds 5 --record docs/figures
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import os
+import subprocess
+import sys
+import tempfile
+
+from benchmarks import record
+
+SLACK = 1.2                       # tsbench's form may be this much slower than the fastest, no more
+MINE = ("influx", "victoriametrics", "questdb", "cassandra")
+START = datetime.datetime(2016, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def _dialect_class(target: str):
+    """The default dialect class of a target (the one its queries are rendered in)."""
+    from tsbench import databases
+
+    cls = databases.target_class(target)
+    return cls.dialects[next(iter(cls.dialects))]
+
+
+def _datafile(a, use_case: str):
+    """A data file of the use case (generated once into the data dir)."""
+    from tsbench.data.datafile import open_datafile
+
+    end = (START + datetime.timedelta(hours=a.hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    path = os.path.join(a.data_dir, f"{use_case}{a.hosts}-{a.hours}h.lp")
+    if not os.path.exists(path + ".manifest.json"):
+        subprocess.run([sys.executable, "-m", "tsbench", "generate", "-q", "-u", use_case, "--scale", str(a.hosts),
+                        "--seed", str(a.seed), "--end", end, "-j", "1", "-o", path], check=True, timeout=1800)
+    return open_datafile(path)
+
+
+def _types(dialect, ds) -> list[str]:
+    """The types with declared forms that the dialect runs and that fit the dataset."""
+    from tsbench import queries
+
+    ctx = queries.context(ds)
+    runs = dialect.query_types()
+    return [t for t in dialect.forms if t in runs and queries.CATALOG[t].applies(ctx) is None]
+
+
+def _draw(ds, types: list[str], a, ref) -> list:
+    """a.queries queries of each type (never empty answers); a type the dataset is too small
+    for is said and left out."""
+    from tsbench.core.errors import UserError
+    from tsbench.experiments import session
+    from tsbench.queries.base import QuerySpec
+
+    specs = []
+    for t in types:
+        try:
+            drawn = session.draw(ds, [t], a.queries, a.seed, reference=ref)
+        except UserError as exc:
+            print(f"  {t}: not drawn ({exc})")
+            continue
+        specs += [QuerySpec(len(specs) + i, s.type, s.params) for i, s in enumerate(drawn)]
+    return specs
+
+
+async def _measure(db: str, df, types: list[str], a) -> dict:
+    """Load the data into a fresh local server, draw, run every form: (type, form) -> FormRun."""
+    from tsbench.data.datafile import tables_of
+    from tsbench.execute.forms import run_forms
+    from tsbench.experiments import session
+    from tsbench.load.run import LoadOptions
+
+    ref = session.reference(df.dataset, say=lambda _m: None)
+    specs = _draw(df.dataset, types, a, ref)
+    async with session.open_target(session.Reach(db), announce=False) as conn:
+        await session.load(conn, df, LoadOptions(progress=False, workers=2, compact=True))
+        await conn.target.attach(tables_of(df.dataset, 0, 0))
+        version = await session.server_version(conn)
+        print(f"{db} {version}: {df.dataset.spec.use_case} {a.hosts} hosts x {a.hours} h, {a.queries} queries "
+              f"a type, {a.rounds} rounds", flush=True)
+        return await run_forms(conn.target, specs, ref, rounds=a.rounds)
+
+
+def _report(db: str, dialect, qtype: str, runs: dict) -> bool:
+    """Print one type's forms; False if tsbench's form is > SLACK x the fastest correct one
+    and the dialect gives no reason."""
+    forms = [r for (t, _), r in runs.items() if t == qtype]
+    ok = [r for r in forms if r.correct]
+    best = min((r.p50_ms for r in ok), default=None)
+    print(f"  {qtype}")
+    for r in forms:
+        ratio = r.p50_ms / best if best and r.p50_ms is not None else None
+        note = f"WRONG: {r.wrong.splitlines()[0]}" if r.wrong else f"{r.errors} errors" if r.errors else ""
+        p50 = f"{r.p50_ms:9.3f}" if r.p50_ms is not None else f"{'-':>9}"
+        print(f"    {r.form:<28} {p50} ms  {f'{ratio:5.2f}x' if ratio else '    -'}  {note}")
+        if ratio is not None and r.correct:
+            record.figure(f"{db} {qtype} {r.form}: p50", r.p50_ms, "ms")
+            record.figure(f"{db} {qtype} {r.form}: ratio to the fastest", ratio, "x")
+    mine = next(r for r in forms if r.form == "tsbench")
+    if not mine.correct or best is None or mine.p50_ms <= SLACK * best:
+        return True
+    why = dialect.form_reasons.get(qtype)
+    print(f"    tsbench's form is {mine.p50_ms / best:.2f}x the fastest: "
+          + (f"kept because {why}" if why else "NO REASON GIVEN (form_reasons)"))
+    return why is not None
+
+
+async def _database(db: str, a) -> bool:
+    """Every use case with forms on one database, each on its own server; True if all are fair."""
+    dialect, fair = _dialect_class(db), True
+    for use_case in ("devops", "iot"):
+        df = _datafile(a, use_case)
+        types = _types(dialect, df.dataset)
+        if not types:
+            continue
+        async with asyncio.timeout(a.timeout):
+            runs = await _measure(db, df, types, a)
+        for t in dict.fromkeys(t for t, _ in runs):
+            fair = _report(db, dialect, t, runs) and fair
+    return fair
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--databases", default=",".join(MINE), help="comma-separated targets")
+    ap.add_argument("--hosts", type=int, default=10)
+    ap.add_argument("--hours", type=int, default=6)
+    ap.add_argument("--queries", type=int, default=20, help="queries drawn a type")
+    ap.add_argument("--rounds", type=int, default=5, help="measured rounds (after one checked round)")
+    ap.add_argument("--seed", type=int, default=123)
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds a database's run may take")
+    ap.add_argument("--data-dir", default=None)
+    record.arguments(ap)
+    a = ap.parse_args()
+    a.data_dir = a.data_dir or tempfile.mkdtemp(prefix="tsbench-forms-")
+    os.makedirs(a.data_dir, exist_ok=True)
+    record.start("dialects", a)
+    fair = True
+    for db in [d.strip() for d in a.databases.split(",") if d.strip()]:
+        fair = asyncio.run(_database(db, a)) and fair
+    print(f"p50 of each form's latencies over {a.rounds} rounds (send -> last byte plus client work, 1 worker); "
+          f"ratio to the fastest form whose answers equal tsbench's; tsbench's form may be at most {SLACK}x it "
+          "unless the dialect says why (form_reasons)")
+    record.finish()
+    sys.exit(0 if fair else 1)
+
+
+if __name__ == "__main__":
+    main()
