@@ -2,7 +2,12 @@
 shared SQL dialect spelled for ClickHouse (backquoted names, time as
 DateTime64(9) read with toUnixTimestamp64Nano, buckets by toStartOfInterval);
 the answer is ClickHouse's ArrowStream bytes, decoded here to canonical rows
-after the timed pass."""
+after the timed pass.
+
+Forms (benchmarks/dialects.py, `nox -s bench_dialects`; docs/databases/clickhouse.md):
+buckets by toStartOfInterval in nanoseconds (tsbench's), intDiv of the epoch
+nanoseconds, or toStartOfMinute/toStartOfHour (TSBS's); lastpoint as DISTINCT ON
+(tsbench's), argMax of the row's tuple by time per group, or LIMIT 1 BY."""
 
 from __future__ import annotations
 
@@ -11,6 +16,8 @@ import re
 import pyarrow as pa
 
 from tsbench.queries.base import SqlSpelling
+from tsbench.queries.catalog import CATALOG
+from tsbench.queries.shapes import sql
 from tsbench.queries.sql import Sql
 
 
@@ -59,6 +66,54 @@ class ClickHouseSql(Sql):
 
     def render_custom(self, shape: str, p: dict) -> str:
         return self.SHIFT.sub(r"\1(toNullable(\2)) OVER", super().render_custom(shape, p))
+
+
+TRUNC = {60 * 10**9: "toStartOfMinute", 3600 * 10**9: "toStartOfHour", 86400 * 10**9: "toStartOfDay"}
+
+
+class IntDiv(ClickHouseSpelling):
+    """Buckets by integer math on the epoch nanoseconds."""
+
+    def bucket_ns(self, width_ns: int) -> str:
+        w = int(width_ns)
+        return f"intDiv(toUnixTimestamp64Nano(m.time), {w}) * {w}"
+
+
+class StartOf(ClickHouseSpelling):
+    """Buckets by toStartOfMinute/Hour/Day (TSBS's), where the width is one of those."""
+
+    def bucket_ns(self, width_ns: int) -> str:
+        fn = TRUNC.get(int(width_ns))
+        return f"toInt64(toUnixTimestamp({fn}(m.time))) * 1000000000" if fn else super().bucket_ns(width_ns)
+
+
+def _spelled(spelling: type[ClickHouseSpelling]):
+    return lambda d, p: sql(p, spelling(d.spelling.database))
+
+
+def _last_arg_max(d: Sql, p: dict) -> str:
+    """The newest row per group as argMax of the row's tuple by time (one row's values)."""
+    s, m = d.spelling, p["measurement"]
+    g = [s.tag(m, x) for x in p["group_by"]]
+    cells = ["m.time"] + [s.field(f) for f in p["fields"]]
+    inner = f"SELECT {', '.join(g)}, argMax(tuple({', '.join(cells)}), m.time) AS r FROM {s.table(m)} GROUP BY {', '.join(g)}"
+    sel = ["toUnixTimestamp64Nano(r.1) AS t", *(bq(x) for x in p["group_by"]),
+           *(f"r.{i + 1}" for i in range(1, len(cells)))]
+    return f"SELECT {', '.join(sel)} FROM ({inner})"
+
+
+def _last_limit_by(d: Sql, p: dict) -> str:
+    s, m = d.spelling, p["measurement"]
+    g = [s.tag(m, x) for x in p["group_by"]]
+    sel = [f"{s.time_ns()} AS t", *g, *(s.field(f) for f in p["fields"])]
+    return (f"SELECT {', '.join(sel)} FROM {s.table(m)} ORDER BY {', '.join(g)}, m.time DESC "
+            f"LIMIT 1 BY {', '.join(g)}")
+
+
+ClickHouseSql.forms = {
+    name: ({"intDiv": _spelled(IntDiv), "toStartOf": _spelled(StartOf)} if qt.shape == "aggregate"
+           else {"argMax": _last_arg_max, "limit-1-by": _last_limit_by})
+    for name, qt in CATALOG.items() if qt.family == "devops" and qt.shape in ("aggregate", "last")}
 
 
 def decode(raw: bytes) -> list[tuple]:
