@@ -108,6 +108,9 @@ _devops("high-cpu-1", "TSBS: cpu rows with usage_user > 90, 1 random host, rando
 _devops("lastpoint", "TSBS: the newest cpu row of every host", _lastpoint, shape="last")
 _devops("groupby-orderby-limit", "TSBS: max(usage_user) per minute before a random end, the newest 5 minutes",
         _orderby_limit, ("usage_user",))
+# TSBS's devops types: the ones the dialects' other forms (Dialect.forms) are declared for
+TSBS_DEVOPS = tuple(n for n in CATALOG if n.startswith(("single-groupby-", "double-groupby-", "cpu-max-all-",
+                                                        "high-cpu-", "lastpoint", "groupby-orderby-limit")))
 
 
 # ---- flux / ingen style ------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import re
 import pyarrow as pa
 
 from tsbench.queries.base import SqlSpelling
-from tsbench.queries.catalog import CATALOG
+from tsbench.queries.catalog import CATALOG, TSBS_DEVOPS
 from tsbench.queries.shapes import sql
 from tsbench.queries.sql import Sql
 
@@ -113,7 +113,7 @@ def _last_limit_by(d: Sql, p: dict) -> str:
 ClickHouseSql.forms = {
     name: ({"intDiv": _spelled(IntDiv), "toStartOf": _spelled(StartOf)} if qt.shape == "aggregate"
            else {"argMax": _last_arg_max, "limit-1-by": _last_limit_by})
-    for name, qt in CATALOG.items() if qt.family == "devops" and qt.shape in ("aggregate", "last")}
+    for name, qt in ((n, CATALOG[n]) for n in TSBS_DEVOPS) if qt.shape in ("aggregate", "last")}
 
 
 def decode(raw: bytes) -> list[tuple]:

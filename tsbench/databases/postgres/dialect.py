@@ -231,19 +231,24 @@ def _form(shape, **change):
 
 
 def _devops_forms() -> dict:
-    from tsbench.queries.catalog import CATALOG
+    """TSBS's devops types: each with the forms that state it otherwise (a choice that does
+    not apply to a type, such as the tag filter's of a type without one, is left out)."""
+    from tsbench.queries.catalog import CATALOG, TSBS_DEVOPS
 
+    buckets = {"epoch": _form(aggregate, bucket="epoch"), "date_trunc": _form(aggregate, bucket="date_trunc"),
+               # tsbench's form before bench_dialects: joined, epoch buckets, grouped after the join
+               "join-epoch": _form(aggregate, bucket="epoch", tag_filter="join", pre_aggregate=False)}
     out = {}
-    for name, qt in CATALOG.items():
-        if qt.family != "devops":
-            continue
-        if qt.shape == "aggregate":
-            out[name] = {"epoch": _form(aggregate, bucket="epoch"), "date_trunc": _form(aggregate, bucket="date_trunc"),
-                         "join": _form(aggregate, tag_filter="join"),
-                         "join-then-group": _form(aggregate, pre_aggregate=False, tag_filter="join")}
-        elif qt.shape == "rows":
+    for name in TSBS_DEVOPS:
+        shape = CATALOG[name].shape
+        if name.startswith("double-groupby-"):
+            out[name] = {**buckets, "join-then-group": _form(aggregate, pre_aggregate=False)}
+        elif shape == "aggregate":
+            filtered = name != "groupby-orderby-limit"
+            out[name] = {**buckets, **({"join": _form(aggregate, tag_filter="join")} if filtered else {})}
+        elif name == "high-cpu-1":
             out[name] = {"join": _form(rows, tag_filter="join")}
-        elif qt.shape == "last":
+        elif shape == "last":
             out[name] = {"distinct-on": _form(last, last="distinct-on"), "row-number": _form(last, last="row-number")}
     return out
 
