@@ -27,6 +27,9 @@ How the shapes are stated:
 Paged answers are `client` queries: the target asks EsQuery.next(docs) for each page
 after the first inside the timed region (target.py query()). Every catalog type runs.
 
+Other forms of the devops types (forms.py: calendar intervals, query context, terms
+groups, terms or collapse for lastpoint) are timed against these by benchmarks/dialects.py.
+
 Ints: the server aggregates long fields in doubles; an int column is rounded back
 (exact up to 2**53). Times: histogram keys are epoch ms; hit times are read from
 `docvalue_fields` formatted epoch_millis with the nanosecond fraction."""
@@ -603,3 +606,8 @@ class EsDsl(Dialect):
         shape = shape_of(p)
         native = getattr(self, shape)(p) if shape in ("aggregate", "rows", "last") else self.render_custom(shape, p)
         return native.client
+
+
+from tsbench.databases.elasticsearch.forms import FORMS  # noqa: E402  (its forms build on this module)
+
+EsDsl.forms = FORMS
