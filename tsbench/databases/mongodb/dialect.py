@@ -38,6 +38,7 @@ from bson import json_util
 
 from tsbench.core.errors import Unsupported
 from tsbench.databases.mongodb.documents import EVENTS, HOUR, TAGS, TIME
+from tsbench.queries.catalog import CATALOG, TSBS_DEVOPS
 from tsbench.queries.dialect import Dialect
 from tsbench.queries.shapes import columns
 
@@ -110,7 +111,12 @@ def _value(kind: str, v):
     return int(v) if kind == "int" else float(v)
 
 
-def _aggregate(p: dict, bucket: bool = False) -> MqlQuery:
+def _mod_floor(ms: dict, width_ms: int) -> dict:
+    """A bucket's start in epoch ms: the time minus its remainder (tsbench's form)."""
+    return {"$subtract": [ms, {"$mod": [ms, width_ms]}]}
+
+
+def _aggregate(p: dict, bucket: bool = False, floor: Callable[[dict, int], dict] = _mod_floor) -> MqlQuery:
     has_time, group, values = columns(p)
     agg, fields = p["agg"], p["fields"]
     kinds = [v.kind for v in values]
@@ -123,7 +129,7 @@ def _aggregate(p: dict, bucket: bool = False) -> MqlQuery:
         if p["bucket"] % MS:
             raise Unsupported("mql: a bucket finer than a millisecond (BSON datetimes hold ms)")
         ms = {"$toLong": f"${TIME}"}
-        key["t"] = {"$subtract": [ms, {"$mod": [ms, p["bucket"] // MS]}]}
+        key["t"] = floor(ms, p["bucket"] // MS)
     for j, g in enumerate(group):
         key[f"g{j}"] = f"${TAGS}.{g}"
     acc: dict = {"_id": key or None}
@@ -186,7 +192,37 @@ def _last(p: dict, bucket: bool = False) -> MqlQuery:
     return MqlQuery(p["measurement"], pipeline, read)
 
 
+# ---- other forms of the devops questions (benchmarks/dialects.py times them) ------------------
+
+def _divide_floor(ms: dict, width_ms: int) -> dict:
+    """A bucket's start by $floor of a $divide (double math, exact for epoch ms) times the width."""
+    return {"$toLong": {"$multiply": [{"$floor": {"$divide": [ms, width_ms]}}, width_ms]}}
+
+
+def _floor_divide(d: "Mql", p: dict) -> MqlQuery:
+    return _aggregate(p, d.bucket, _divide_floor)
+
+
+def _last_max_document(d: "Mql", p: dict) -> MqlQuery:
+    """lastpoint without a sort: per group, $max of a document whose first field is the time
+    (documents compare field by field, so the newest record's wins)."""
+    _, group, values = columns(p)
+    kinds = [v.kind for v in values]
+    newest = {"t": f"${TIME}", **{f"v{j}": f"${f}" for j, f in enumerate(p["fields"])}}
+    pipeline = [*(_unbucket(None) if d.bucket else ()),
+                {"$group": {"_id": {f"g{j}": f"${TAGS}.{g}" for j, g in enumerate(group)}, "r": {"$max": newest}}}]
+
+    def read(docs: list[dict]) -> list[tuple]:
+        return [(_ns(x["r"]["t"]), *(x["_id"].get(f"g{j}") for j in range(len(group))),
+                 *(_value(k, x["r"].get(f"v{j}")) for j, k in enumerate(kinds))) for x in docs]
+    return MqlQuery(p["measurement"], pipeline, read)
+
+
 class Mql(Dialect):
+    """Other forms (benchmarks/dialects.py, `nox -s bench_dialects`): buckets by $floor of a
+    $divide against tsbench's $subtract of the $mod ($dateTrunc, MongoDB 5.0's, is not in
+    the stand-in); lastpoint by $max of a time-first document against $sort + $first."""
+
     name = "mql"
 
     def __init__(self, layout: str = "point"):
@@ -200,3 +236,7 @@ class Mql(Dialect):
 
     def last(self, p: dict) -> MqlQuery:
         return _last(p, self.bucket)
+
+
+Mql.forms = {name: ({"max-document": _last_max_document} if name == "lastpoint" else {"floor-divide": _floor_divide})
+             for name in TSBS_DEVOPS if CATALOG[name].shape in ("aggregate", "last")}
