@@ -19,7 +19,13 @@ requests (the whole buckets, and each cut bucket by `0all`), as measured on 2.4.
 
 Not run: filters on a field's value (OpenTSDB 2.4 filters series by tags only),
 and the last shape (its /api/query/last finds a series' newest point by a
-meta-data table or a backward scan hour by hour from now)."""
+meta-data table or a backward scan hour by hour from now).
+
+Other forms (benchmarks/dialects.py, `nox -s bench_dialects`): "server-aggregator",
+the series of a group merged by OpenTSDB's own aggregator (max, min, sum; grouped
+by `groupBy` filters) where tsbench asks `none` and merges on the client. Its
+answers equal tsbench's only where every series has a point in every bucket (it
+interpolates the others), so tsbench keeps the exact client merge."""
 
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ from dataclasses import dataclass
 
 from tsbench.core.errors import Unsupported
 from tsbench.databases.opentsdb.points import NAME_RE, metric
+from tsbench.queries.catalog import CATALOG, TSBS_DEVOPS
 from tsbench.queries.dialect import Dialect
 from tsbench.queries.shapes import columns
 
@@ -143,6 +150,24 @@ class TsdbApi(Dialect):
                 raise Unsupported(f"opentsdb: tag value {bad[0]!r} cannot be stored or named in OpenTSDB")
             sub["filters"] = [{"type": "literal_or", "tagk": p["tag"], "filter": "|".join(vals), "groupBy": False}]
         return sub
+
+
+def _server_aggregator(d: TsdbApi, p: dict) -> TsdbQuery:
+    """tsbench's requests with each sub-query's series merged by the server: the aggregator
+    of its role (a count's counts are summed), grouped by a `groupBy` filter per group tag."""
+    q = d.aggregate(p)
+    by = [{"type": "wildcard", "tagk": g, "filter": "*", "groupBy": True} for g in q.group]
+
+    def sub(x: dict, role: str) -> dict:
+        merger = "sum" if role == "count" else role
+        return {**x, "aggregator": merger, "filters": [*x.get("filters", []), *by]}
+    reqs = tuple(TsdbRequest({**r.body, "queries": [sub(x, role) for x, (_, role) in zip(r.body["queries"], r.roles)]},
+                             r.roles, r.bucket_ms) for r in q.requests)
+    return TsdbQuery(q.shape, reqs, q.has_time, q.group, q.kinds, q.agg, q.limit)
+
+
+TsdbApi.forms = {n: {"server-aggregator": _server_aggregator} for n in TSBS_DEVOPS
+                 if CATALOG[n].shape == "aggregate"}
 
 
 def _matches_nothing(p: dict) -> bool:
