@@ -19,19 +19,24 @@ last       SELECT LAST of every field gives each timeseries' newest point; the c
            field whose newest point is older was null in that row), then per group the
            newest device: client work, timed (client_s).
 
+Other forms (benchmarks/dialects.py, `nox -s bench_dialects`): the double-groupby types
+per device (ALIGN BY DEVICE, a device's tags read from its path) where tsbench merges
+the devices of a group on the server (GROUP BY LEVEL).
+
 iot (iot.py): eleven of the thirteen types, each one request whose answer the client
 finishes (kept rows, counts per truck or day: client_s); the other two excluded there."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from tsbench.core.errors import Unsupported, UserError
 from tsbench.databases.iotdb.dialects.iot import CUSTOM, EXCLUDED
 from tsbench.databases.iotdb.paths import FIRST_TAG_LEVEL, measurement_path, node, split, tag_node, tag_value
 from tsbench.queries.base import num
+from tsbench.queries.catalog import TSBS_DEVOPS
 from tsbench.queries.dialect import Dialect
 from tsbench.queries.shapes import OPS, columns
 
@@ -43,7 +48,7 @@ UNITS = {1: "ns", 1000: "us", 10**6: "ms"}
 class IotdbQuery:
     """A rendered query: its SQL (None: it matches nothing) and how to read its answer."""
 
-    shape: str                        # aggregate | rows | last
+    shape: str                        # aggregate | rows | last (aggregate-device: a form's)
     sql: str | None
     has_time: bool
     group: tuple[str, ...]            # group columns (rows: tags_out)
@@ -245,8 +250,38 @@ def last_rows(q: IotdbQuery, df) -> list[tuple]:
     return [(t * q.unit_ns, *g, *vals) for g, (t, vals) in best.items()]
 
 
+def device_rows(q: IotdbQuery, df) -> list[tuple]:
+    """An aggregate ALIGN BY DEVICE: a row per (bucket, device), its group read from the
+    device path (one device a group: the form is correct only where a group is one device);
+    all-empty buckets dropped as aggregate_rows does."""
+    names, cols = _frame(df)
+    if not cols:
+        return []
+    idx = [next(j for j, n in enumerate(names) if "(" in n and split(n[n.index("(") + 1: n.rindex(")")])[-1] == f)
+           for f in q.fields]
+    empty = 0 if q.agg == "count" else None
+    out = []
+    for r, (t, d) in enumerate(zip(cols[names.index("Time")], cols[names.index("Device")])):
+        vals = tuple(_value(cols[j][r], k) for j, k in zip(idx, q.kinds))
+        if any(v not in (None, empty) for v in vals):
+            out.append((int(t) * q.unit_ns, *_tags_of(q, split(d)), *vals))
+    return out
+
+
+def _align_by_device(d: IotdbTree, p: dict) -> IotdbQuery:
+    """A grouped aggregate per device (ALIGN BY DEVICE) where tsbench merges devices by GROUP BY LEVEL."""
+    q = d.aggregate(p)
+    level = f", LEVEL = {', '.join(map(str, q.levels)) or 0}"
+    return replace(q, shape="aggregate-device", sql=None if q.sql is None else q.sql.replace(level, "") +
+                   " ALIGN BY DEVICE")
+
+
+IotdbTree.forms = {n: {"align-by-device": _align_by_device} for n in TSBS_DEVOPS if n.startswith("double-groupby-")}
+
+
 def canonical(q: IotdbQuery, df) -> list[tuple]:
-    rows = {"aggregate": aggregate_rows, "rows": rows_rows, "last": last_rows}[q.shape](q, df)
+    readers = {"aggregate": aggregate_rows, "rows": rows_rows, "last": last_rows, "aggregate-device": device_rows}
+    rows = readers[q.shape](q, df)
     if q.whole_groups:
         lo = 1 if q.has_time else 0
         rows = [r for r in rows if None not in r[lo: lo + len(q.group)]]
