@@ -40,15 +40,16 @@ def _dialect_class(target: str):
     return cls.dialects[next(iter(cls.dialects))]
 
 
-def _datafile(a, use_case: str):
-    """A data file of the use case (generated once into the data dir)."""
+def _datafile(a, use_case: str, fmt: str):
+    """A data file of the use case in the target's format (generated once into the data dir)."""
     from tsbench.data.datafile import open_datafile
 
     end = (START + datetime.timedelta(hours=a.hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    path = os.path.join(a.data_dir, f"{use_case}{a.hosts}-{a.hours}h.lp")
+    path = os.path.join(a.data_dir, f"{use_case}{a.hosts}-{a.hours}h.{fmt}")
     if not os.path.exists(path + ".manifest.json"):
         subprocess.run([sys.executable, "-m", "tsbench", "generate", "-q", "-u", use_case, "--scale", str(a.hosts),
-                        "--seed", str(a.seed), "--end", end, "-j", "1", "-o", path], check=True, timeout=1800)
+                        "--seed", str(a.seed), "--end", end, "-j", "1", "--format", fmt, "-o", path],
+                       check=True, timeout=1800)
     return open_datafile(path)
 
 
@@ -124,9 +125,11 @@ def _report(db: str, dialect, qtype: str, runs: dict) -> bool:
 
 async def _database(db: str, a) -> bool:
     """Every use case with forms on one database, each on its own server; True if all are fair."""
+    from tsbench import databases
+
     dialect, fair = _dialect_class(db), True
     for use_case in ("devops", "iot"):
-        df = _datafile(a, use_case)
+        df = _datafile(a, use_case, databases.target_class(db).format)
         types = _types(dialect, df.dataset)
         if not types:
             continue
