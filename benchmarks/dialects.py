@@ -89,7 +89,8 @@ async def _measure(db: str, df, types: list[str], a) -> dict:
 
     ref = session.reference(df.dataset, say=lambda _m: None)
     specs = _draw(df.dataset, types, a, ref)
-    async with session.open_target(session.Reach(db), announce=False) as conn:
+    reach = session.Reach(db, name=f"bench-forms-{db}-{os.getpid()}")     # its own instance, not a user's
+    async with session.open_target(reach, announce=False) as conn:
         await session.load(conn, df, LoadOptions(progress=False, workers=2, compact=True))
         await conn.target.attach(tables_of(df.dataset, 0, 0))
         version = await session.server_version(conn)
