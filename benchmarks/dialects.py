@@ -89,7 +89,7 @@ async def _measure(db: str, df, types: list[str], a) -> dict:
 
     ref = session.reference(df.dataset, say=lambda _m: None)
     specs = _draw(df.dataset, types, a, ref)
-    reach = session.Reach(db, name=f"bench-forms-{db}-{os.getpid()}")     # its own instance, not a user's
+    reach = session.Reach(db, name=f"bench-forms-{db}")     # its own instance, not a user's default one
     async with session.open_target(reach, announce=False) as conn:
         await session.load(conn, df, LoadOptions(progress=False, workers=2, compact=True))
         await conn.target.attach(tables_of(df.dataset, 0, 0))
