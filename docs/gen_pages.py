@@ -284,7 +284,9 @@ def _forms_part(name: str, cls: type) -> list[str]:
         if not dialect.forms:
             continue
         out += [f"### {lang}", "", "Other forms of the same question that `nox -s bench_dialects` times against",
-                "tsbench's own (answers checked equal to it). Ratio: p50 over the fastest correct form's"
+                "tsbench's own (answers checked equal to it). Ratio: the median, over every query and round, of",
+                "a form's latency over tsbench's form's for the same query in the same round, over the fastest",
+                "correct form's"
                 + (f", from {run}." if ratios else " (no run recorded in docs/figures yet)."), "",
                 "| query type | forms tried (ratio) | why tsbench's form is kept |", "|---|---|---|"]
         for qtype, forms in dialect.forms.items():

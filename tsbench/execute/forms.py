@@ -26,14 +26,23 @@ QUERY_TIMEOUT_S = 120.0
 
 @dataclass
 class FormRun:
-    """One form of one query type: its latencies (s) over the measured rounds, and the
-    first difference of its answers from tsbench's form's (empty: the same answers)."""
+    """One form of one query type: its latencies (s) over the measured rounds, each keyed
+    by (query id, round) so that it pairs with tsbench's form's run of the same query in
+    the same round, and the first difference of its answers from tsbench's form's (empty:
+    the same answers)."""
 
     type: str
     form: str
     seconds: list[float] = field(default_factory=list)
     wrong: str = ""
     errors: int = 0
+    paired: dict[tuple[int, int], float] = field(default_factory=dict)
+
+    def to(self, base: "FormRun") -> float | None:
+        """The median over (query, round) of this form's latency over base's for the same
+        query in the same round: a machine's load, which shifts both alike, cancels."""
+        keys = [k for k in self.paired if k in base.paired]
+        return statistics.median(self.paired[k] / base.paired[k] for k in keys) if keys else None
 
     @property
     def p50_ms(self) -> float | None:
@@ -88,21 +97,23 @@ async def run_forms(target, specs: list[QuerySpec], reference, rounds: int = 5,
                     timeout: float = QUERY_TIMEOUT_S) -> dict[tuple[str, str], FormRun]:
     """Every form of every spec: a checked round (answers compared, unrecorded), then
     `rounds` measured rounds; in each, every query runs in all its forms one after the
-    other, the forms' order turned by one each round. (type, form) -> FormRun."""
+    other, the forms' order turned by one for each query and each round. (type, form) -> FormRun."""
     natives = render_forms(target, specs)
     runs = {(s.type, f): FormRun(s.type, f) for s in specs for f in form_names(target, s.type)}
     await target.prepare(1)
     await _checked_round(target, specs, natives, reference, runs)
     for r in range(rounds):
-        for s in specs:
+        for i, s in enumerate(specs):
             names = form_names(target, s.type)
-            k = r % len(names)
+            k = (r + i) % len(names)          # each form leads as often as the others: a cache warmed by
+                                              # the query's first form favours the ones after it
             for f in names[k:] + names[:k]:
                 seconds, _ = await _answer(target, natives[s.id, f], timeout)
                 if seconds is None:
                     runs[s.type, f].errors += 1
                 else:
                     runs[s.type, f].seconds.append(seconds)
+                    runs[s.type, f].paired[s.id, r] = seconds
     return runs
 
 

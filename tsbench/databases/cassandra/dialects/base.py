@@ -56,7 +56,8 @@ What each schema computes where (dialects/series.py, dialects/wide.py, dialects/
   UTC days the window meets. One statement per partition; no IN lists.
 * series (TSBS's and the seed's way): every statement reads raw values
   (`timestamp_ns, value` of one partition in [start, end)); buckets, groups and
-  aggregates are computed on the client with numpy. Records (rows, or a value
+  aggregates are computed on the client with numpy (but a max or min over at most
+  24 buckets: per partition and bucket by Cassandra, series.py). Records (rows, or a value
   filter on another field than the one aggregated) are joined from the
   per-field partitions on (series, time). The newest record of a series is
   dated by the newest value of any of its measurement's fields (a record has at

@@ -1,7 +1,10 @@
 """phase 3 render / phase 4 client work: the schema=series dialect (CqlSeries,
 name "cql"). One partition per (series, field, day) in series_double /
-series_bigint; every statement reads raw values, and buckets, groups, aggregates
-and record joins are computed on the client with numpy (the readers below).
+series_bigint; statements read raw values, and buckets, groups, aggregates
+and record joins are computed on the client with numpy (the readers below),
+except a max or min over at most 24 buckets, which Cassandra computes per
+partition and bucket (TSBS's server aggregation plan; benchmarks/dialects.py
+measured it 1.4-1.7x faster there, and 6-30x slower over 1-minute buckets).
 The contract with the target and the shared base: dialects/base.py."""
 
 from __future__ import annotations
@@ -26,14 +29,16 @@ from tsbench.databases.cassandra.dialects.base import (
     passes,
 )
 from tsbench.databases.cassandra.dialects.iot import IOT
-from tsbench.queries.base import q
+from tsbench.queries.base import DAY, q
 
 # ---- schema=series ------------------------------------------------------------------------------
 
 class CqlSeries(_Cql):
     """schema=series: one partition per (series, field, day) in series_double /
-    series_bigint; every aggregate is computed on the client from the raw values,
-    as TSBS's and the seed's Cassandra clients did."""
+    series_bigint; aggregates are computed on the client from the raw values, as
+    TSBS's client plan and the seed's Cassandra client did, except a max or min over at
+    most SERVER_BUCKETS buckets, computed by Cassandra per partition and bucket (TSBS's
+    server plan; the module docstring says why)."""
 
     name = "cql"
 
@@ -70,6 +75,16 @@ class CqlSeries(_Cql):
                 f"WHERE series_id = ? AND timestamp_ns >= ? AND timestamp_ns < ?")
 
     def aggregate(self, p: dict) -> CqlPlan:
+        """A max or min over few buckets is computed by Cassandra, a statement per partition
+        and bucket (_server_buckets: the raw values of wide buckets cost more to ship than
+        the statements); every other aggregate on the client from the raw values."""
+        self.check(p)
+        if _few_buckets(p):
+            return _server_buckets(self, p)
+        return self.client_aggregate(p)
+
+    def client_aggregate(self, p: dict) -> CqlPlan:
+        """The raw values of every chosen partition in the window, aggregated on the client."""
         self.check(p)
         vf = p.get("value_filter")
         if vf and list(p["fields"]) != [vf["field"]]:
@@ -287,3 +302,59 @@ class SeriesLast:
 
 
 CqlSeries.custom = IOT
+
+
+# ---- another form of the same questions (benchmarks/dialects.py measures it) --------------------
+
+@dataclass(frozen=True, eq=False)
+class _NonEmpty:
+    """A reader of (first timestamp, aggregate) rows, one per statement: an empty bucket's
+    row (nulls: Cassandra answers an aggregate of no rows) dropped first."""
+
+    reader: SeriesAggregate
+
+    def __call__(self, results: list[list[tuple]]) -> list[tuple]:
+        return self.reader([[r for r in rows if r[0] is not None] for rows in results])
+
+
+SERVER_BUCKETS = 24         # at most this many buckets in a window: Cassandra computes a max or min
+
+
+def _server_side(p: dict) -> bool:
+    return p["agg"] in ("max", "min") and not p.get("value_filter") and p.get("bucket") is not None
+
+
+def _few_buckets(p: dict) -> bool:
+    """A max or min whose window meets at most SERVER_BUCKETS buckets (benchmarks/dialects.py:
+    1h buckets over hours went 1.4-1.7x faster so, 1m buckets 6-30x slower)."""
+    if not _server_side(p):
+        return False
+    w = p["bucket"]
+    return (int(p["end"]) - 1) // w - int(p["start"]) // w + 1 <= SERVER_BUCKETS
+
+
+def _server_buckets(d: CqlSeries, p: dict) -> CqlPlan:
+    """TSBS's server aggregation plan: one statement per partition and bucket, Cassandra
+    computing the bucket's max (or min) and its first timestamp (which names the bucket);
+    the client merges the partitions' buckets into groups as the raw plan does."""
+    if not _server_side(p):
+        return d.client_aggregate(p)
+    w, lo, hi = p["bucket"], int(p["start"]), int(p["end"])
+    stmts, field_of, parts = [], [], []
+    for j, (f, kind) in enumerate(zip(p["fields"], p["types"])):
+        cql = (f"SELECT min(timestamp_ns), {p['agg']}(value) FROM {q(d.keyspace)}.{d.value_table(kind)} "
+               f"WHERE series_id = ? AND timestamp_ns >= ? AND timestamp_ns < ?")
+        for part in d.chosen(p, f):
+            a, z = max(lo, part.days * DAY), min(hi, (part.days + 1) * DAY)     # the window within its day
+            for b in range(a // w * w, z, w):
+                stmts.append((cql, (part.key[0], max(b, a), min(b + w, z))))
+                field_of.append(j)
+                parts.append(part)
+    group_of, groups = groups_of(parts, d.tag_names[p["measurement"]], p.get("group_by") or [])
+    return CqlPlan(tuple(stmts), _NonEmpty(SeriesAggregate(p, field_of, group_of, groups)))
+
+
+CqlSeries.forms = {t: {"tsbs-server-buckets": _server_buckets, "client-raw": CqlSeries.client_aggregate}
+                   for t in ("single-groupby-1-1-1", "single-groupby-1-1-12", "single-groupby-1-8-1",
+                             "single-groupby-5-1-1", "single-groupby-5-1-12", "single-groupby-5-8-1",
+                             "cpu-max-all-1", "cpu-max-all-8")}
