@@ -606,8 +606,3 @@ class EsDsl(Dialect):
         shape = shape_of(p)
         native = getattr(self, shape)(p) if shape in ("aggregate", "rows", "last") else self.render_custom(shape, p)
         return native.client
-
-
-from tsbench.databases.elasticsearch.forms import FORMS  # noqa: E402  (its forms build on this module)
-
-EsDsl.forms = FORMS

@@ -12,6 +12,9 @@ are listed in docs/databases/elasticsearch.md):
 * lastpoint by `terms` with a `top_hits`, and by field collapsing (`collapse`
   on the group tag, newest first), where tsbench pages a composite of the
   groups with a `top_hits`.
+
+They are declared on EsDsl here (EsDsl.forms), built on dialect.py's pieces; target.py
+imports this module.
 """
 
 from __future__ import annotations
@@ -126,4 +129,4 @@ def _forms(name: str) -> dict:
     return {"calendar-interval": calendar_interval, "query-context": query_context, **grouped}
 
 
-FORMS = {name: _forms(name) for name in TSBS_DEVOPS}
+es.EsDsl.forms = {name: _forms(name) for name in TSBS_DEVOPS}

@@ -58,6 +58,7 @@ from tsbench.core.model import STAT_KINDS, Batch, Table, Tables, TableStats
 from tsbench.data import native
 from tsbench.data.batches import csv_layout
 from tsbench.databases.elasticsearch import clients, stats, templates
+from tsbench.databases.elasticsearch import forms as _forms  # noqa: F401  (declares EsDsl.forms)
 from tsbench.databases.elasticsearch.dialect import EsDsl, EsQuery
 from tsbench.databases.shared.http import HttpClient
 from tsbench.databases.shared.stats import FieldMerge
