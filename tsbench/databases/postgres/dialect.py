@@ -20,7 +20,8 @@ devops type by the Form they change. Measured on 100 hosts x 12 h (p50):
   outside the tag table, DISTINCT ON.
 Recorded (docs/figures/dialects-*.json, 20 hosts x 12 h, busy machine): tsbench's form
 is 2.0-3.8x faster than its form before ("join-epoch") on double-groupby-* and
-groupby-orderby-limit, 1.2-1.7x on single-groupby-*/cpu-max-all-*, 64x on lastpoint.
+groupby-orderby-limit, up to 1.7x on single-groupby-*/cpu-max-all-* (not on the one-host
+types, below), 64x on lastpoint.
 Kept although measured slower (form_reasons): the one-host single-groupby types, a
 query of 1-4 ms where every form runs the same plan in the same server time
 (EXPLAIN ANALYZE: 0.63 ms tsbench, 0.65 ms date_trunc at 100 hosts); a second run of
