@@ -28,7 +28,8 @@ Paged answers are `client` queries: the target asks EsQuery.next(docs) for each 
 after the first inside the timed region (target.py query()). Every catalog type runs.
 
 Other forms of the devops types (forms.py: calendar intervals, query context, terms
-groups, terms or collapse for lastpoint) are timed against these by benchmarks/dialects.py.
+groups, terms or collapse for lastpoint) are timed against these by benchmarks/dialects.py;
+why these are kept where another measured faster is said there (form_reasons).
 
 Ints: the server aggregates long fields in doubles; an int column is rounded back
 (exact up to 2**53). Times: histogram keys are epoch ms; hit times are read from
