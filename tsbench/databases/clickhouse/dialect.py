@@ -7,7 +7,9 @@ after the timed pass.
 Forms (benchmarks/dialects.py, `nox -s bench_dialects`; docs/databases/clickhouse.md):
 buckets by toStartOfInterval in nanoseconds (tsbench's), intDiv of the epoch
 nanoseconds, or toStartOfMinute/toStartOfHour (TSBS's); lastpoint as DISTINCT ON
-(tsbench's), argMax of the row's tuple by time per group, or LIMIT 1 BY."""
+(tsbench's), argMax of the row's tuple by time per group, or LIMIT 1 BY.
+Recorded (chDB, 20 hosts x 12 h, 10 rounds, busy machine): tsbench's form within
+1.06x of the fastest on every type; argMax 1.6x slower on lastpoint."""
 
 from __future__ import annotations
 
