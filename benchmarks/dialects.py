@@ -28,7 +28,7 @@ import tempfile
 from benchmarks import record
 
 SLACK = 1.2                       # tsbench's form may be this much slower than the fastest, no more
-START = datetime.datetime(2016, 1, 1, tzinfo=datetime.timezone.utc)
+START = datetime.datetime(2016, 1, 1, tzinfo=datetime.UTC)
 
 
 def _with_forms() -> list[str]:
