@@ -132,10 +132,11 @@ def _report(db: str, dialect, qtype: str, runs: dict) -> bool:
 
 async def _database(db: str, a) -> bool:
     """Every use case with forms on one database, each on its own server; True if all are fair."""
-    from tsbench import databases
+    from tsbench import databases, queries
 
     dialect, fair = _dialect_class(db), True
-    for use_case in ("devops", "iot"):
+    iot = any(queries.CATALOG[t].family == "iot" for t in dialect.forms)
+    for use_case in ("devops", "iot") if iot else ("devops",):
         df = _datafile(a, use_case, databases.target_class(db).format)
         types = _types(dialect, df.dataset)
         if not types:
