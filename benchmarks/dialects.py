@@ -28,8 +28,14 @@ import tempfile
 from benchmarks import record
 
 SLACK = 1.2                       # tsbench's form may be this much slower than the fastest, no more
-MINE = ("influx", "victoriametrics", "questdb", "cassandra")
-START = datetime.datetime(2016, 1, 1, tzinfo=datetime.timezone.utc)
+START = datetime.datetime(2016, 1, 1, tzinfo=datetime.UTC)
+
+
+def _with_forms() -> list[str]:
+    """Every registered target whose default dialect declares other forms."""
+    from tsbench import databases
+
+    return [n for n in databases.names() if databases.target_class(n).dialects and _dialect_class(n).forms]
 
 
 def _dialect_class(target: str):
@@ -126,10 +132,11 @@ def _report(db: str, dialect, qtype: str, runs: dict) -> bool:
 
 async def _database(db: str, a) -> bool:
     """Every use case with forms on one database, each on its own server; True if all are fair."""
-    from tsbench import databases
+    from tsbench import databases, queries
 
     dialect, fair = _dialect_class(db), True
-    for use_case in ("devops", "iot"):
+    iot = any(queries.CATALOG[t].family == "iot" for t in dialect.forms)
+    for use_case in ("devops", "iot") if iot else ("devops",):
         df = _datafile(a, use_case, databases.target_class(db).format)
         types = _types(dialect, df.dataset)
         if not types:
@@ -143,7 +150,8 @@ async def _database(db: str, a) -> bool:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--databases", default=",".join(MINE), help="comma-separated targets")
+    ap.add_argument("--databases", default=None, help="comma-separated targets (default: every one whose "
+                                                     "dialect declares other forms)")
     ap.add_argument("--hosts", type=int, default=10)
     ap.add_argument("--hours", type=int, default=6)
     ap.add_argument("--queries", type=int, default=20, help="queries drawn a type")
@@ -157,7 +165,8 @@ def main() -> None:
     os.makedirs(a.data_dir, exist_ok=True)
     record.start("dialects", a)
     fair = True
-    for db in [d.strip() for d in a.databases.split(",") if d.strip()]:
+    names = [d.strip() for d in a.databases.split(",") if d.strip()] if a.databases else _with_forms()
+    for db in names:
         fair = asyncio.run(_database(db, a)) and fair
     print(f"p50: each form's latencies over {a.rounds} rounds (send -> last byte plus client work, 1 worker); "
           "ratio: the median over (query, round) of a form's latency over tsbench's form's for the same query in "

@@ -351,7 +351,7 @@ def test_every_query_it_runs_equals_the_reference(endpoint, dataset, datafiles, 
 
 def _form_types(case: str, dataset: str) -> list[str]:
     """The types with other forms declared (Dialect.forms) that a case's dialect runs on a dataset."""
-    target, url, options, _ = CONTRACT[case]
+    _, url, options, _ = CONTRACT[case]
     dialect = _cls(case).dialects[_cls(case)(url, options).dialect_name()]
     ctx = queries.context(resolve(DatasetSpec(**DATASETS[dataset])))
     return [t for t in dialect.forms if t in dialect.query_types() and queries.CATALOG[t].applies(ctx) is None]
@@ -363,7 +363,7 @@ def test_every_declared_form_answers_as_tsbenchs_form(endpoint, dataset, datafil
     """The forms benchmarks/dialects.py times (execute/forms.py): each one's answers are tsbench's form's."""
     from tsbench.execute.forms import form_mismatches
 
-    case, url = endpoint
+    case = endpoint[0]
     df = _file(endpoint, datafiles, dataset)
     specs = session.draw(df.dataset, _form_types(case, dataset), 1, seed=5, reference=references[dataset])
     _loaded(endpoint, df)

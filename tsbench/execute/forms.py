@@ -38,7 +38,7 @@ class FormRun:
     errors: int = 0
     paired: dict[tuple[int, int], float] = field(default_factory=dict)
 
-    def to(self, base: "FormRun") -> float | None:
+    def to(self, base: FormRun) -> float | None:
         """The median over (query, round) of this form's latency over base's for the same
         query in the same round: a machine's load, which shifts both alike, cancels."""
         keys = [k for k in self.paired if k in base.paired]

@@ -28,7 +28,6 @@ from tsbench.core.errors import Unsupported
 from tsbench.queries.base import BASIC_SHAPES, QuerySpec, shape_of
 from tsbench.queries.catalog import CATALOG
 
-
 # the name of tsbench's own rendering among a query type's forms
 TSBENCH_FORM = "tsbench"
 

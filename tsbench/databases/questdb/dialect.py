@@ -61,8 +61,7 @@ def sample_by(width_ns: int) -> str | None:
 
 
 class QuestSql(Sql):
-    name = "questdb"
-    forms = {}            # filled below the class: every bucketed aggregate type, and lastpoint
+    name = "questdb"      # forms and form_reasons: below the class
 
     def __init__(self, spelling: SqlSpelling | None = None):
         super().__init__(spelling or QuestDbSpelling())
