@@ -28,7 +28,8 @@ imports this module.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tsbench.databases.elasticsearch import dialect as es
 from tsbench.queries.catalog import CATALOG, TSBS_DEVOPS

@@ -199,11 +199,11 @@ def _divide_floor(ms: dict, width_ms: int) -> dict:
     return {"$toLong": {"$multiply": [{"$floor": {"$divide": [ms, width_ms]}}, width_ms]}}
 
 
-def _floor_divide(d: "Mql", p: dict) -> MqlQuery:
+def _floor_divide(d: Mql, p: dict) -> MqlQuery:
     return _aggregate(p, d.bucket, _divide_floor)
 
 
-def _last_max_document(d: "Mql", p: dict) -> MqlQuery:
+def _last_max_document(d: Mql, p: dict) -> MqlQuery:
     """lastpoint without a sort: per group, $max of a document whose first field is the time
     (documents compare field by field, so the newest record's wins)."""
     _, group, values = columns(p)
@@ -227,10 +227,6 @@ class Mql(Dialect):
     $mod is kept (form_reasons): integer math, exact for any epoch, where $divide is
     double math."""
 
-    form_reasons = {t: "$subtract of the $mod is exact integer math on the epoch ms, $floor of a $divide is "
-                       "double math; measured 0.82-1.1x of tsbench's on the stand-in with no consistent sign"
-                    for t in TSBS_DEVOPS if CATALOG[t].shape == "aggregate"}
-
     name = "mql"
 
     def __init__(self, layout: str = "point"):
@@ -246,5 +242,8 @@ class Mql(Dialect):
         return _last(p, self.bucket)
 
 
+Mql.form_reasons = {t: "$subtract of the $mod is exact integer math on the epoch ms, $floor of a $divide is "
+                       "double math; measured 0.82-1.1x of tsbench's on the stand-in with no consistent sign"
+                    for t in TSBS_DEVOPS if CATALOG[t].shape == "aggregate"}
 Mql.forms = {name: ({"max-document": _last_max_document} if name == "lastpoint" else {"floor-divide": _floor_divide})
              for name in TSBS_DEVOPS if CATALOG[name].shape in ("aggregate", "last")}

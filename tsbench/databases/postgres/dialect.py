@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 
 from tsbench.databases.postgres import timescale
 from tsbench.queries.base import SqlSpelling, lit, num, q
-from tsbench.queries.shapes import AGG_SQL, OPS, columns, sql
+from tsbench.queries.shapes import AGG_SQL, OPS, sql
 from tsbench.queries.sql import Sql
 
 TAGS = "tags"          # the tag-set table
@@ -227,8 +227,6 @@ class PostgresSql(Sql):
     """The SQL dialect with PostgreSQL's own statement of the basic shapes (the custom iot
     shapes as the shared SQL states them)."""
 
-    form_reasons = {t: _SAME_PLAN for t in ("single-groupby-1-1-1", "single-groupby-1-1-12", "single-groupby-5-1-12")}
-
     def aggregate(self, p: dict) -> str:
         return aggregate(p, self.spelling)
 
@@ -269,3 +267,5 @@ def _devops_forms() -> dict:
 
 
 PostgresSql.forms = _devops_forms()
+PostgresSql.form_reasons = {t: _SAME_PLAN for t in ("single-groupby-1-1-1", "single-groupby-1-1-12",
+                                                    "single-groupby-5-1-12")}
