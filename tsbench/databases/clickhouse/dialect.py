@@ -98,7 +98,8 @@ def _last_arg_max(d: Sql, p: dict) -> str:
     s, m = d.spelling, p["measurement"]
     g = [s.tag(m, x) for x in p["group_by"]]
     cells = ["m.time"] + [s.field(f) for f in p["fields"]]
-    inner = f"SELECT {', '.join(g)}, argMax(tuple({', '.join(cells)}), m.time) AS r FROM {s.table(m)} GROUP BY {', '.join(g)}"
+    inner = (f"SELECT {', '.join(g)}, argMax(tuple({', '.join(cells)}), m.time) AS r FROM {s.table(m)} "
+             f"GROUP BY {', '.join(g)}")
     sel = ["toUnixTimestamp64Nano(r.1) AS t", *(bq(x) for x in p["group_by"]),
            *(f"r.{i + 1}" for i in range(1, len(cells)))]
     return f"SELECT {', '.join(sel)} FROM ({inner})"

@@ -72,9 +72,10 @@ class DuckDbSql(Sql):
         return _last_qualify(self, p)
 
 
+BUCKET_FORMS = {"time_bucket": _spelled(TimeBucket), "date_trunc": _spelled(DateTrunc)}
 DuckDbSql.forms = {
-    name: ({"time_bucket": _spelled(TimeBucket), "date_trunc": _spelled(DateTrunc)} if CATALOG[name].shape == "aggregate"
-           else {"distinct-on": _last_distinct_on, "arg_max": _last_arg_max})
+    name: (BUCKET_FORMS if CATALOG[name].shape == "aggregate" else {"distinct-on": _last_distinct_on,
+                                                                     "arg_max": _last_arg_max})
     for name in TSBS_DEVOPS if CATALOG[name].shape in ("aggregate", "last")}
 
 DIALECTS = {"sql": DuckDbSql}
