@@ -197,7 +197,7 @@ async def _database(name: str, a) -> dict:
 
 
 async def _run(a) -> None:
-    print(f"{"database run":>22} " + " ".join(h for _, h, _ in COLUMNS))
+    print(f"{'database run':>22} " + " ".join(h for _, h, _ in COLUMNS))
     summary = {name: await _database(name, a) for name in a.databases}
     print(f"\n{'database':>16} {'p50 / floor':>11} {'q/s 4 workers':>13}")
     for name, med in summary.items():
