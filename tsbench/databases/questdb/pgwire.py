@@ -34,7 +34,7 @@ def conninfo(url: str, options) -> dict:
 class PgResult:
     """One query's answer as libpq received it (the rows not decoded yet)."""
 
-    __slots__ = ("result", "conn")
+    __slots__ = ("conn", "result")
 
     def __init__(self, result, conn):
         self.result, self.conn = result, conn
