@@ -79,12 +79,22 @@ class PgWire:
         try:
             cur = conn.cursor(binary=self.binary)
             await cur.execute(sql, prepare=False)
-            return PgResult(cur.pgresult, conn)
         except psycopg.Error as exc:
+            self._give_back(conn)
             raise Fatal(f"{self.what}: {_one_line(exc)}") from None
-        finally:
-            if not conn.closed:
-                self.free.append(conn)
+        except BaseException:               # cancelled mid-answer: the connection's state is unknown
+            conn.pgconn.finish()
+            self._give_back(conn)
+            raise
+        self._give_back(conn)
+        return PgResult(cur.pgresult, conn)
+
+    def _give_back(self, conn: psycopg.AsyncConnection) -> None:
+        """conn free again, or out of the pool if it closed."""
+        if conn.closed:
+            self.all.remove(conn)
+        else:
+            self.free.append(conn)
 
     async def close(self) -> None:
         for conn in self.all:
