@@ -121,22 +121,27 @@ async def _recorded(target, specs) -> list[list[bytes]]:
     return rec.queries
 
 
-async def _interleaved(target, specs, requests, a) -> tuple[list[float], list[float], list[dict], float]:
+async def _interleaved(target, specs, requests, a) -> tuple[list[float], list[float], list[dict], float, list]:
     """The floor's (as recorded, and asking for a gzip'd answer) and tsbench's 1-worker
     latencies (s), in alternating blocks of a.block queries, so that all meet the same load
-    of a shared machine; and tsbench's measured seconds."""
-    floor, lat, gz, records, seconds = _Floor(target.url), [], [], [], 0.0
+    of a shared machine; tsbench's measured seconds; each block's p50 over the floor's."""
+    import statistics
+
+    floor, lat, gz, records, seconds, ratios = _Floor(target.url), [], [], [], 0.0, []
     gzipped = [[_asking_gzip(r) for r in q] for q in requests]
     try:
         for k in range(0, len(specs), a.block):
-            lat += floor.latencies(requests[k:k + a.block])
+            block = floor.latencies(requests[k:k + a.block])
             gz += floor.latencies(gzipped[k:k + a.block])
             res = await _execute(target, specs[k:k + a.block], 1, a.burn_in if k == 0 else 0)
+            ours = [r["latency"] for r in res.records if r["status"] == "ok"]
+            ratios.append(statistics.median(ours) / statistics.median(block) if ours else float("nan"))
+            lat += block
             records += res.records
             seconds += res.seconds
     finally:
         floor.close()
-    return lat, gz, records, seconds
+    return lat, gz, records, seconds, ratios
 
 
 async def _one_run(target, specs, requests, a) -> dict:
@@ -146,19 +151,19 @@ async def _one_run(target, specs, requests, a) -> dict:
 
     influx = target.name == "influx"
     n0, t0 = _influx_query_stats(target.url) if influx else (0, 0)
-    floor, gz, records, seconds = await _interleaved(target, specs, requests, a)
+    floor, gz, records, seconds, ratios = await _interleaved(target, specs, requests, a)
     n1, t1 = _influx_query_stats(target.url) if influx else (1, float("nan"))
     four = (await _execute(target, specs, 4, a.burn_in)).stats()[-1]
     ms = np.array([r["latency"] for r in records if r["status"] == "ok"]) * 1e3
     p50, fl = float(np.median(ms)), float(np.median(floor)) * 1e3
     return {"p50": p50, "p99": float(np.percentile(ms, 99)), "qps1": len(ms) / seconds,
             "server": (t1 - t0) / max(n1 - n0, 1) / 1e6, "floor": fl, "gzip": float(np.median(gz)) * 1e3,
-            "ratio": p50 / fl, "qps4": four["qps"]}
+            "ratio": p50 / fl, "blocks": float(np.median(ratios)), "qps4": four["qps"]}
 
 
 COLUMNS = (("p50", "p50 ms", ".3f"), ("p99", "p99 ms", ".3f"), ("qps1", "q/s", ".0f"),
            ("server", "server mean ms", ".3f"), ("floor", "floor p50 ms", ".3f"), ("gzip", "gzip floor ms", ".3f"),
-           ("ratio", "p50 / floor", ".2f"), ("qps4", "q/s 4 workers", ".0f"))
+           ("ratio", "p50 / floor", ".2f"), ("blocks", "block ratios", ".2f"), ("qps4", "q/s 4 workers", ".0f"))
 
 
 def _row(label: str, r: dict) -> str:
@@ -212,12 +217,13 @@ async def _database(name: str, a) -> dict:
 async def _run(a) -> None:
     print(f"{'database run':>22} " + " ".join(h for _, h, _ in COLUMNS))
     summary = {name: await _database(name, a) for name in a.databases}
-    print(f"\n{'database':>16} {'p50 / floor':>11} {'q/s 4 workers':>13}")
+    print(f"\n{'database':>16} {'p50 / floor':>11} {'block ratios':>12} {'q/s 4 workers':>13}")
     for name, med in summary.items():
-        print(f"{name:>16} {med['ratio']:>11.2f} {med['qps4']:>13.0f}")
+        print(f"{name:>16} {med['ratio']:>11.2f} {med['blocks']:>12.2f} {med['qps4']:>13.0f}")
     print("floor p50: the same requests (the bytes tsbench's pool wrote) from a bare blocking client on one "
           "keep-alive socket, send -> last byte read, nothing parsed, in blocks of "
-          f"{a.block} queries alternating with tsbench's; p50 / floor: tsbench's 1-worker p50 over it (goal <= 1.15); "
+          f"{a.block} queries alternating with tsbench's; p50 / floor: tsbench's 1-worker p50 over it (goal <= 1.15); block ratios: the median over "
+          "the blocks of each block's p50 over the floor's in the block before it (steadier on a busy machine); "
           "server mean (InfluxDB): its own queryDurationNs per query, burn-in included; gzip floor: the floor's "
           "requests asking for a compressed answer (Accept-Encoding: gzip, deflate), as tsbench's pool did before")
 
