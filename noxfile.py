@@ -7,12 +7,14 @@ docs/testing.md), `nox -s bench`
 (load rates and client CPU: null target, null HTTP sink, InfluxDB, VictoriaMetrics),
 `nox -s bench_stream` (stream beside load into the null HTTP sink, and a long run's memory),
 `nox -s bench_cluster` (load from one and two Dask client slots into the null target),
-`nox -s bench_queries` (query latency on InfluxDB next to the server's own time and a bare client), `nox -s bench_memory` (peak PSS of generate and of the reference engine) and
-`nox -s bench_dialects` (each query type's forms per database, answers checked equal, ratios),
+`nox -s bench_queries` (query latency next to a bare client sending the same bytes, per HTTP target:
+`-- --databases influx,victoriametrics,questdb,elasticsearch,opentsdb`; InfluxDB's own time too),
+`nox -s bench_protocols` (QuestDB's queries over HTTP /exec and PostgreSQL wire),
+`nox -s bench_dialects` (each query type's forms per database, answers checked equal, ratios), `nox -s bench_memory` (peak PSS of generate and of the reference engine) and
 `nox -s bench_validation` (latencies with and without checking the answers);
 `nox -s fuzz [SECONDS]` (hypothesis over the readers of untrusted input, bounded in time);
 `nox -s docs` (the documentation site, `mkdocs build --strict` into site/).
-`nox -s bench`, `bench_load` and `bench_queries` take `-- --record docs/figures`: the run's
+`nox -s bench`, `bench_load`, `bench_queries` and `bench_protocols` take `-- --record docs/figures`: the run's
 figures go to a JSON file there, from which the docs' figures page is generated."""
 
 import statistics
@@ -120,7 +122,8 @@ def bench_cluster(session: nox.Session) -> None:
 
 @nox.session
 def bench_queries(session: nox.Session) -> None:
-    """single-groupby-1-1-1 on InfluxDB 1.8, devops 100 hosts x 6 h, 1 worker: p50, p99, q/s, server time."""
+    """single-groupby-1-1-1, devops 100 hosts x 6 h, 1 worker, per HTTP target (--databases; default
+    InfluxDB): p50, p99, q/s, the ratio to a bare client sending the same bytes; q/s at 4 workers."""
     session.install("-e", ".")
     session.run("python", "-m", "benchmarks.queries", *session.posargs)
 
@@ -131,6 +134,14 @@ def bench_dialects(session: nox.Session) -> None:
     dialect declares, on one loaded local server, answers checked equal; p50 and ratios."""
     session.install("-e", ".")
     session.run("python", "-m", "benchmarks.dialects", *session.posargs)
+
+
+@nox.session
+def bench_protocols(session: nox.Session) -> None:
+    """QuestDB, devops 100 hosts x 6 h: each query type over HTTP /exec and PostgreSQL wire (text,
+    binary), alternating blocks, answers checked equal: p50s and ratios, q/s at 4 workers."""
+    session.install("-e", ".")
+    session.run("python", "-m", "benchmarks.protocols", *session.posargs)
 
 
 @nox.session

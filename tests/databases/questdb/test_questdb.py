@@ -128,9 +128,9 @@ def devops(tmp_path_factory):
     return open_datafile(d / "devops.lp")
 
 
-def _run(url: str, go):
+def _run(url: str, go, options: dict | None = None):
     async def main():
-        t = QuestDbTarget(url)
+        t = QuestDbTarget(url, options)
         await t.open()
         try:
             return await go(t)
@@ -229,3 +229,41 @@ def test_refusals_are_one_line_with_questdbs_words(server, devops):
     assert reuse and "exists with other columns" in reuse and "--if-exists drop" in reuse
     assert query and "Invalid column: nope" in query
     assert all("\n" not in m for m in (line, reuse, query))
+
+
+def test_pgwire_answers_equal_http_answers_for_every_type(server, devops):
+    """-O protocol=pgwire (text and binary results) gives each drawn query of every catalog
+    type that fits the dataset the rows /exec gives (floats within 1e-12: QuestDB's parallel
+    aggregation sums in any order); its connections are the server's own PostgreSQL wire
+    port, opened before timing (one dropped when a query is cancelled mid-answer, the next
+    query going on another); an error is one line with QuestDB's words."""
+    import contextlib
+
+    from tsbench import queries
+    from tsbench.queries.compare import compare
+
+    load_into("questdb", server.url, devops)
+    ctx = queries.context(devops.dataset)
+    specs = []
+    for name in (n for n, qt in queries.CATALOG.items() if qt.applies(ctx) is None):
+        with contextlib.suppress(UserError):         # a type needing more hosts than the 3 here
+            specs += queries.generate(devops.dataset, [name], 1, 5, allow_empty=True)
+
+    async def answers(t):
+        await t.attach(devops.tables())
+        await t.prepare(2)
+        rows = [t.canonical(t.render(s), await t.query(t.render(s))) for s in specs]
+        with contextlib.suppress(asyncio.TimeoutError):      # cancelled mid-answer: that connection dropped
+            await asyncio.wait_for(t.query("SELECT sum(x) FROM long_sequence(20000000000)"), 0.2)
+        assert t.canonical(t.render(specs[0]), await t.query(t.render(specs[0]))) == rows[0]
+        try:
+            await t.query('SELECT nope FROM "cpu"')
+        except Fatal as exc:
+            return rows, (len(t.pg.all) if t.pg else None), str(exc)
+    http, none, _ = _run(server.url, answers)
+    assert none is None and sum(map(len, http)) > len(specs)
+    for fmt in ("text", "binary"):
+        got, conns, err = _run(server.url, answers, {"protocol": "pgwire", "pg_results": fmt})
+        assert conns == 1 and "Invalid column: nope" in err and "\n" not in err
+        for spec, want, rows in zip(specs, http, got):
+            assert compare(spec.params, want, rows, 1e-12) is None, (fmt, spec.type)

@@ -8,7 +8,14 @@ Where it runs is the URL's scheme: `chdb:DIR` is the engine in-process (chdb,
 a data dir; `--server local` makes a fresh one in tsbench's instance dir),
 `http[s]://[user[:password]@]host[:port]` a ClickHouse server someone runs
 (clickhouse-connect). Queries (phases 3-5): rendered by dialect.py, run here
-in a worker thread."""
+in a worker thread.
+
+Protocols: `chdb:DIR` (what tsbench runs itself) has no wire protocol to choose: the
+engine is a library in tsbench's process and a query's answer is handed over in
+memory (ArrowStream bytes). A server by URL is reached over HTTP by clickhouse-connect,
+ClickHouse's own Python client (Arrow answers), not the shared HTTP pool; ClickHouse's
+native TCP protocol (port 9000, clickhouse-driver) is not offered and was not measured:
+tsbench starts no ClickHouse server to measure it on."""
 
 from __future__ import annotations
 

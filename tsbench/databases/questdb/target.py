@@ -36,8 +36,14 @@ server tsbench runs, the blocks allocated under the tables' directories
 (table_dirs_allocated_bytes, its own figure); by URL, `table_storage()`'s
 diskSize (file sizes, preallocated pages included while a writer is open).
 
-Queries (sql.py): rendered SQL sent as GET /exec?query=..., timed to the last
-byte of the JSON answer; its `dataset` becomes the canonical rows afterwards."""
+Queries (sql.py): with -O protocol=http (the default) the rendered SQL is sent as GET
+/exec?query=... on the shared HTTP pool, timed to the last byte of the JSON answer, whose
+`dataset` becomes the canonical rows afterwards; with protocol=pgwire it goes over
+QuestDB's PostgreSQL wire protocol, results in text or binary (pgwire.py), timed to the last
+row received, the rows decoded afterwards. Both give the same rows (tested); which is
+faster is measured by `python -m benchmarks.protocols`. HTTP stays the default: it is
+the path the figures so far were made on, and what QuestDB's web console and REST
+clients use; TSBS's QuestDB query runner speaks PostgreSQL wire."""
 
 from __future__ import annotations
 
@@ -48,12 +54,14 @@ import re
 import time
 from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, SecretStr
 
 from tsbench.core import bounds
 from tsbench.core.errors import Fatal, Retryable, UserError
 from tsbench.core.model import Batch, Table, Tables, TableStats
+from tsbench.databases.questdb import pgwire
 from tsbench.databases.questdb.dialect import QuestSql
+from tsbench.databases.shared import printable
 from tsbench.databases.shared.http import Gzip, GzipOption, HttpClient
 from tsbench.databases.shared.server import allocated_bytes, local_state
 from tsbench.databases.shared.sqlstats import EXACT, fields_sql, series_sql, table_stats
@@ -74,6 +82,17 @@ class QuestDbOptions(GzipOption):
         "DAY", description="the tables' PARTITION BY")
     wal_timeout: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS,
                                description="seconds flush() waits for the WAL to be applied")
+    protocol: Literal["http", "pgwire"] = Field(
+        "http", description="how queries go: http: GET /exec on the shared HTTP pool (JSON answers); pgwire: "
+                            "QuestDB's PostgreSQL wire protocol through psycopg (pg_results)")
+    pg_results: Literal["text", "binary"] = Field(
+        "text", description="protocol=pgwire: the results' format (text: the simple query protocol; binary: "
+                            "the extended protocol)")
+    pg_port: int = Field(8812, ge=1, le=65535, description="the PostgreSQL wire port of a server reached by URL "
+                                                            "(protocol=pgwire; a server tsbench runs: its own)")
+    pg_user: str = Field("admin", description="the PostgreSQL wire user (protocol=pgwire)")
+    pg_password: SecretStr = Field(SecretStr("quest"), description="the PostgreSQL wire password "
+                                                                   "(protocol=pgwire; QuestDB's default: quest)")
 
 
 def one_line(text: str) -> str:
@@ -110,6 +129,7 @@ class QuestDbTarget(Target):
         self.what = f"questdb at {self.url}"
         self._gzip = Gzip(self.options, ILP_HEADERS)
         self.http: HttpClient | None = None
+        self.pg: pgwire.PgWire | None = None        # protocol=pgwire: the query connections
         self._tables: Tables | None = None
 
     # ---- connect ------------------------------------------------------------------------
@@ -120,8 +140,14 @@ class QuestDbTarget(Target):
         if status != 200 or b"dataset" not in body:
             await self.close()
             raise UserError(f"target questdb: {self.url}/exec answered HTTP {status}: is this a QuestDB server?")
+        if self.options.protocol == "pgwire":
+            self.pg = pgwire.PgWire(self.what, pgwire.conninfo(self.url, self.options),
+                                    self.options.pg_results == "binary")
 
     async def close(self) -> None:
+        if self.pg is not None:
+            await self.pg.close()
+            self.pg = None
         if self.http is not None:
             await self.http.close()
             self.http = None
@@ -303,10 +329,22 @@ class QuestDbTarget(Target):
 
     # ---- queries ------------------------------------------------------------------------
     async def prepare(self, workers: int) -> None:
-        """One keep-alive connection per worker, opened before timing."""
+        """One keep-alive connection (or PostgreSQL wire connection) per worker, opened before timing."""
+        if self.pg is not None:
+            await self.pg.prepare(workers)
+            return
         await self.http.warm(workers, "/exec?query=select%201")
 
+    async def open_query_connection(self) -> bool:
+        """protocol=pgwire: a connection for the next query when none is free (timed apart)."""
+        if self.pg is None or self.pg.free:
+            return False
+        await self.pg.connect()
+        return True
+
     async def query(self, native: str) -> Answer:
+        if self.pg is not None:
+            return Answer(await self.pg.query(native), None, None)
         t = await self.http.timed("GET", "/exec", params={"query": native})
         if t.status != 200:
             try:
@@ -317,7 +355,16 @@ class QuestDbTarget(Target):
         return Answer(t.body, len(t.body), t.ttfb, connect_s=t.connect_s)
 
     def canonical(self, native: str, answer) -> list[tuple]:
+        if isinstance(answer.raw, pgwire.PgResult):
+            return answer.raw.rows()
         try:
             return [tuple(r) for r in json.loads(answer.raw)["dataset"]]
         except (ValueError, KeyError, TypeError) as exc:
             raise Fatal(f"{self.what}: unreadable /exec answer ({exc})") from None
+
+    def answer_lines(self, native: str, answer, max_rows: int) -> list[str]:
+        """protocol=pgwire: the result's columns and rows; an /exec answer: its JSON body."""
+        if isinstance(answer.raw, pgwire.PgResult):
+            pg = answer.raw
+            return printable.table_lines(pg.names(), pg.rows()[:max_rows], max_rows, pg.result.ntuples)
+        return super().answer_lines(native, answer, max_rows)
