@@ -4,7 +4,8 @@ end-to-end test; 499 tests, about 100 CPU s, 3-4.5 min on this busy 2-core machi
 docs/testing.md), `nox -s bench`
 (generation throughput, CPU and memory figures), `nox -s bench_processes`
 (generate with -j1 and -j2, little work and much) and `nox -s bench_load`
-(load rates and client CPU: null target, null HTTP sink, InfluxDB, VictoriaMetrics),
+(load rates and client CPU: null target, null HTTP sink, InfluxDB, VictoriaMetrics;
+gzip'd into InfluxDB beside TSBS with `-- --tsbs-bin DIR`),
 `nox -s bench_stream` (stream beside load into the null HTTP sink, and a long run's memory),
 `nox -s bench_cluster` (load from one and two Dask client slots into the null target),
 `nox -s bench_queries` (query latency next to a bare client sending the same bytes, per HTTP target:

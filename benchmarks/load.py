@@ -5,7 +5,10 @@ VictoriaMetrics servers (2 workers x 10,000 rows, the first 6 hours = 1,944,000
 rows), OpenSearch (both seed templates; the default one also through opensearch-py,
 client=library), Cassandra (both schemas) and the MongoDB stand-in
 (mongo-java-server), OpenTSDB, QuestDB, ClickHouse (in-process chDB) and IoTDB
-with 2 and 4 workers on the first 3 hours (972,000 rows).
+with 2 and 4 workers on the first 3 hours (972,000 rows). The influx-gzip case
+(load_gzip.py): gzip'd loads into InfluxDB, tsbench's client CPU beside TSBS's
+(--tsbs-bin: the directory of its built binaries) in alternating rounds, and the
+compressor's CPU per MB at each level.
 Prints rows/s, client and server CPU seconds and their ratio, and client CPU seconds per MB
 of data (uncompressed), medians over runs. The null-http cases (null-http-gzip: -O
 gzip=true) post to one sink started here, and beside each go the wire's floor in the same
@@ -29,7 +32,7 @@ import tempfile
 
 import psutil
 
-from benchmarks import record
+from benchmarks import load_gzip, record
 from tsbench import databases
 from tsbench.databases.shared.http import GZIP_LEVEL
 
@@ -41,6 +44,7 @@ CASES = {
     "null-http-gzip": ("null-http", "day", ["-w", "2", "-O", "gzip=true"]),
     "influx": ("influx", "6h", ["-w", "2", "-b", "10000"]),
     "victoriametrics": ("victoriametrics", "6h", ["-w", "2", "-b", "10000"]),
+    "influx-gzip": ("influx", "3h", []),        # load_gzip.py: its own rounds, beside TSBS's with --tsbs-bin
 }
 for _w in (2, 4):
     CASES[f"opensearch-w{_w}"] = ("elasticsearch", "3h", ["-w", str(_w), "-b", "10000"])
@@ -150,6 +154,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--data-dir", default=None, help="Keep the generated files here between runs.")
+    ap.add_argument("--tsbs-bin", default=None, help="influx-gzip: TSBS's built binaries here, run beside tsbench.")
     record.arguments(ap)
     a = ap.parse_args()
     record.start("load", a)
@@ -172,6 +177,8 @@ def _case(name: str, a, d: str, sink) -> None:
     target, key, extra = CASES[name]
     fmt = "csv" if name == "null-csv" or databases.target_class(target).format == "csv" else "influx"
     path = _generate(d, key, a.scale, fmt)
+    if name == "influx-gzip":
+        return load_gzip.run(path, d, a.runs, a.tsbs_bin)
     if sink is not None:
         return _beside_floor(name, path, d, sink, extra, a.runs)
     _line(name, [_run(path, target, extra, d, sink) for _ in range(a.runs)])
