@@ -10,6 +10,7 @@ the points answered (not when a refused batch may sit in the database in part)."
 from __future__ import annotations
 
 import asyncio
+import importlib
 import random
 import socket
 import sys
@@ -293,6 +294,7 @@ class Writers:
 
 async def _timed(target, ds: Dataset, sources, stats: Stats, opts: StreamOptions, res: StreamResult,
                  server_pids) -> None:
+    _import_asked(opts)
     t0 = time.perf_counter()
     cpu = CpuSpent(server_pids)
     run = Writers(target, sources, stats, opts, res, t0)
@@ -342,6 +344,16 @@ async def _timed(target, ds: Dataset, sources, stats: Stats, opts: StreamOptions
         res.report_note = "; ".join(filter(None, [await sink.close() for sink in sinks]))
     if run.failure:
         raise StreamError(f"stream into {res.target}: {run.failure[0]}")
+
+
+def _import_asked(opts: StreamOptions) -> None:
+    """The modules of what the run asks for (queries, freshness probes, --report-url,
+    --metrics-port, a live table), imported before its clock starts; a plain stream
+    starts without them."""
+    asked = {"mixed": opts.queries, "fresh": opts.freshness, "report": opts.report_url,
+             "metrics": opts.metrics_port is not None, "live": _live_table(opts)}
+    for module in (m for m, on in asked.items() if on):
+        importlib.import_module(f"tsbench.stream.{module}")
 
 
 def _mixed(target, ds: Dataset, sources, opts: StreamOptions, t0: float) -> Queries | None:
