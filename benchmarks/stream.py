@@ -24,6 +24,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -188,6 +189,7 @@ def _beside_inch(a, d: str) -> None:
         _tsbench_round(url, a, d), _inch_round(a.inch, url, a)            # warm-up: bytecode caches, page cache
         rounds = [(_tsbench_round(url, a, d), _inch_round(a.inch, url, a), _startup_round(url, a, d))
                   for _ in range(a.rounds)]
+    shutil.rmtree(f"{d}/influx", ignore_errors=True)      # the server's data, once it is stopped
     _print_beside(rounds)
 
 
