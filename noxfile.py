@@ -109,7 +109,8 @@ def bench_load(session: nox.Session) -> None:
 
 @nox.session
 def bench_stream(session: nox.Session) -> None:
-    """stream vs load into the null HTTP sink (rows/s, rows per CPU s), then a long open-loop run's PSS."""
+    """stream vs load into the null HTTP sink (rows/s, rows per CPU s), then a long open-loop run's PSS;
+    `-- --inch PATH`: also stream beside an inch binary into one InfluxDB (whole-process CPU s, ratio)."""
     session.install("-e", ".")
     session.run("python", "-m", "benchmarks.stream", *session.posargs)
 

@@ -93,11 +93,13 @@ def stream(target_name, server, options, server_options, ports, json_out, second
 
 
 def _ratio(ratio: str | None, query_rate: float | None) -> tuple[int, int] | None:
-    from tsbench.stream.mixed import parse_ratio
+    if ratio is None:
+        return None
+    from tsbench.stream.mixed import parse_ratio     # (the queries' modules: only for a stream that runs them)
 
-    if ratio is not None and query_rate is not None:
+    if query_rate is not None:
         raise UserError("stream: --ratio (queries due by the writes) and --query-rate (by the clock): give one")
-    return parse_ratio(ratio) if ratio is not None else None
+    return parse_ratio(ratio)
 
 
 def _check_probe(cls, ds, freshness: bool) -> None:

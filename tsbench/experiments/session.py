@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tsbench import queries
 from tsbench.core import secrets
@@ -20,10 +21,12 @@ from tsbench.core.errors import UserError
 from tsbench.core.watch import bounded, settle, watchdog
 from tsbench.data.datafile import DataFile, tables_of
 from tsbench.data.dataset import Dataset
-from tsbench.execute.run import ExecOptions, ExecResult, execute
 from tsbench.load.connect import STALL_S, Connection, connect
-from tsbench.load.run import LoadOptions, LoadResult
 from tsbench.queries.base import QuerySpec
+
+if TYPE_CHECKING:      # each phase's module is imported where it runs: a stream starts without them
+    from tsbench.execute.run import ExecOptions, ExecResult
+    from tsbench.load.run import LoadOptions, LoadResult
 
 
 @dataclass
@@ -116,6 +119,8 @@ def reference(ds: Dataset, say=None):
 async def run_queries(conn: Connection, ds: Dataset, specs: list[QuerySpec], opts: ExecOptions,
                       ref=None) -> ExecResult:
     """Phases 4-5 on an open target holding the dataset: bind to its tables, execute, validate."""
+    from tsbench.execute.run import execute
+
     tables = tables_of(ds, 0, 0)
     async with watchdog(f"queries on {conn.target.name}", conn.server):
         await bounded(f"attach to {conn.target.name}", opts.stall_seconds, conn.target.attach(tables))

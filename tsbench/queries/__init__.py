@@ -22,8 +22,6 @@ import pathlib
 import zlib
 from typing import Callable
 
-import numpy as np
-
 from tsbench.core.errors import UserError
 from tsbench.data.dataset import Dataset
 from tsbench.queries import iot  # noqa: F401,E402  (registers the iot types)
@@ -107,6 +105,8 @@ def draw_one(qt, ctx: DatasetContext, seed: int, i: int,
     """Query i of type qt by the drawing rule: (params, the attempt kept, None when
     every attempt was empty and attempt 0 is kept). Without nonempty (allow_empty),
     attempt 0."""
+    import numpy as np          # drawing only: a target's dialects import this package without it
+
     key = [seed, zlib.crc32(qt.name.encode()), i]
     first = qt.make(np.random.Generator(np.random.PCG64(key)), ctx)
     if nonempty is None or nonempty(qt.name, first):

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
+if TYPE_CHECKING:      # numpy's generator is only named in annotations (a target's dialects start without numpy)
+    import numpy as np
 
 from tsbench.core.errors import UserError
 from tsbench.core.model import Tables

@@ -41,8 +41,10 @@ Parameters (besides shape "custom" and type), for renderers of other dialects:
 from __future__ import annotations
 
 from functools import partial
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:      # numpy's generator is only named in annotations (a target's dialects start without numpy)
+    import numpy as np
 
 from tsbench.data.usecases.iot import TRUCK_TAGS
 from tsbench.queries.base import (

@@ -10,11 +10,13 @@ the points answered (not when a refused batch may sit in the database in part)."
 from __future__ import annotations
 
 import asyncio
+import importlib
 import random
 import socket
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tsbench.core.bounds import check_time
 from tsbench.core.errors import Fatal, LoadError, UserError
@@ -28,15 +30,14 @@ from tsbench.databases.shared.backoff import BackoffRule, write_with_backoff
 from tsbench.databases.shared.target import Target
 from tsbench.load.measures import CpuSpent, count_settled
 from tsbench.load.pump import first_error
-from tsbench.stream.fresh import Freshness, check_probe
-from tsbench.stream.live import LiveTable
-from tsbench.stream.metrics import MetricsEndpoint
 from tsbench.stream.options import StreamCommand
-from tsbench.stream.mixed import Queries, RateClock, RatioClock
 from tsbench.stream.pace import Pacer
-from tsbench.stream.report import LineReport, check_url
 from tsbench.stream.source import BatchSource
 from tsbench.stream.stats import Stats
+
+if TYPE_CHECKING:      # what a run asks for only (queries, freshness, sinks) is imported when it does
+    from tsbench.stream.fresh import Freshness
+    from tsbench.stream.mixed import Queries
 
 MAX_TIME_NS = 2 ** 62                    # a run without points_per_series ends by its duration, well before
 
@@ -73,6 +74,8 @@ class StreamOptions(BackoffRule):
         if self.delay < 0 or self.max_errors < 0:
             raise UserError("--delay and --max-errors: must not be negative")
         if self.report_url is not None:
+            from tsbench.stream.report import check_url
+
             check_url(self.report_url)
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
             raise UserError(f"--metrics-port: a TCP port (0: a free one), got {self.metrics_port}")
@@ -185,6 +188,8 @@ async def stream(target: Target, ds: Dataset, opts: StreamOptions, server_pids: 
     opts.check()
     cls = type(target)
     if opts.freshness:
+        from tsbench.stream.fresh import check_probe
+
         check_probe(cls, ds)
     fmt = cls.format
     writers = min(opts.writers, ds.entities)          # a writer owns at least one entity
@@ -289,11 +294,14 @@ class Writers:
 
 async def _timed(target, ds: Dataset, sources, stats: Stats, opts: StreamOptions, res: StreamResult,
                  server_pids) -> None:
+    _import_asked(opts)
     t0 = time.perf_counter()
     cpu = CpuSpent(server_pids)
     run = Writers(target, sources, stats, opts, res, t0)
     mixed = _mixed(target, ds, sources, opts, t0)
     if mixed is not None:
+        from tsbench.stream.mixed import RatioClock
+
         stats.also_roll.append(mixed.stats.roll)
         if isinstance(mixed.clock, RatioClock):
             run.listeners.append(mixed.clock.answered)
@@ -302,8 +310,8 @@ async def _timed(target, ds: Dataset, sources, stats: Stats, opts: StreamOptions
         stats.also_roll.append(probe.stats.roll)
         run.probe = probe
         run.listeners.append(probe.acked)
+    lines = opts.progress and not _live_table(opts)          # (asked before a live table holds stderr)
     sinks = await _open_sinks(opts, res.target)
-    lines = opts.progress and not any(isinstance(s, LiveTable) for s in sinks)
     ticker = asyncio.create_task(_tick(stats, t0, lines, res.target, sinks))
     try:
         async with watchdog(f"stream into {res.target}", progress=lambda: stats.answers,
@@ -338,9 +346,20 @@ async def _timed(target, ds: Dataset, sources, stats: Stats, opts: StreamOptions
         raise StreamError(f"stream into {res.target}: {run.failure[0]}")
 
 
+def _import_asked(opts: StreamOptions) -> None:
+    """The modules of what the run asks for (queries, freshness probes, --report-url,
+    --metrics-port, a live table), imported before its clock starts; a plain stream
+    starts without them."""
+    asked = {"mixed": opts.queries, "fresh": opts.freshness, "report": opts.report_url,
+             "metrics": opts.metrics_port is not None, "live": _live_table(opts)}
+    for module in (m for m, on in asked.items() if on):
+        importlib.import_module(f"tsbench.stream.{module}")
+
+
 def _mixed(target, ds: Dataset, sources, opts: StreamOptions, t0: float) -> Queries | None:
     if not opts.queries:
         return None
+    from tsbench.stream.mixed import Queries, RateClock, RatioClock
 
     def frontier() -> int:
         return ds.start_ns + min(s.epoch for s in sources) * ds.interval_ns
@@ -349,6 +368,8 @@ def _mixed(target, ds: Dataset, sources, opts: StreamOptions, t0: float) -> Quer
 
 
 def _probe(target, ds: Dataset, stats: Stats, opts: StreamOptions) -> Freshness:
+    from tsbench.stream.fresh import Freshness
+
     return Freshness(target, ds, tables_of(ds, 0, 0), stats.series_per_epoch, opts.freshness_every,
                      opts.stall_seconds)
 
@@ -380,12 +401,19 @@ async def stop_after(stop: asyncio.Event, seconds: float) -> None:
 async def _open_sinks(opts: StreamOptions, target: str) -> list:
     """Where the per-second rows go while the run goes: --report-url, --metrics-port, the
     live table on a terminal."""
-    sinks = []
+    sinks, metrics = [], None
     if opts.report_url:
+        from tsbench.stream.report import LineReport
+
         sinks.append(LineReport(opts.report_url, target))
     if opts.metrics_port is not None:
-        sinks.append(MetricsEndpoint(opts.metrics_port, target))
-    if opts.progress and sys.stderr.isatty():
+        from tsbench.stream.metrics import MetricsEndpoint
+
+        metrics = MetricsEndpoint(opts.metrics_port, target)
+        sinks.append(metrics)
+    if _live_table(opts):
+        from tsbench.stream.live import LiveTable
+
         sinks.append(LiveTable(target))                  # last: it holds the terminal from its start
     for i, sink in enumerate(sinks):
         try:
@@ -394,9 +422,14 @@ async def _open_sinks(opts: StreamOptions, target: str) -> list:
             for opened in sinks[:i]:
                 await opened.close()
             raise
-        if isinstance(sink, MetricsEndpoint) and opts.progress:
+        if sink is metrics and opts.progress:
             print(f"tsbench: metrics at http://127.0.0.1:{sink.port}/metrics", file=sys.stderr, flush=True)
     return sinks
+
+
+def _live_table(opts: StreamOptions) -> bool:
+    """Whether the run's figures go to a live table (progress on a terminal) instead of lines."""
+    return opts.progress and sys.stderr.isatty()
 
 
 async def _tick(stats: Stats, t0: float, show: bool, what: str, sinks: list) -> None:

@@ -16,9 +16,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-import pyarrow as pa
+if TYPE_CHECKING:                 # only named in annotations: a target starts without pyarrow
+    import pyarrow as pa
 
 WIDTH = 100              # a JSON container this long or shorter is printed on one line
 SEP = " | "              # between the cells of a table's row
