@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import zlib
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,7 +42,7 @@ from tsbench.data.batches import csv_layout
 from tsbench.databases.opentsdb import stats
 from tsbench.databases.opentsdb.dialect import AnswerRows, TsdbApi, TsdbQuery
 from tsbench.databases.opentsdb.points import metric, point_ops
-from tsbench.databases.shared.http import HttpClient
+from tsbench.databases.shared.http import HttpClient, gzip_member
 from tsbench.databases.shared.server import allocated_bytes, local_state
 from tsbench.databases.shared.stats import FieldMerge
 from tsbench.databases.shared.target import Target, exists_error
@@ -60,7 +59,8 @@ class OpenTsdbOptions(BaseModel):
     sync: bool = Field(True, description="/api/put answers once HBase holds the points")
     sync_timeout: int = Field(120_000, ge=1, le=int(bounds.MAX_SECONDS * 1000),
                               description="milliseconds a synced put may wait for HBase")
-    gzip: int = Field(1, ge=0, le=9, description="gzip level of a put body (0: not compressed)")
+    gzip: int = Field(1, ge=0, le=9, description="gzip level of a put body on zlib's 1-9 scale, deflated by "
+                                                 "ISA-L as -O gzip_level is (0: not compressed)")
 
 
 class OpenTsdbTarget(Target):
@@ -167,7 +167,7 @@ class OpenTsdbTarget(Target):
             return
         headers = dict(JSON)
         if self.options.gzip:
-            body = zlib.compress(body, self.options.gzip, wbits=31)
+            body = gzip_member(body, self.options.gzip)
             headers["Content-Encoding"] = "gzip"
         status, answer = await self._send(body, headers)
         if status < 300:

@@ -88,13 +88,19 @@ class GzipOption(BaseModel):
         return self
 
 
+def gzip_member(data, gzip_level: int) -> bytes:
+    """data as one gzip member (mtime 0), gzip_level on zlib's 1-9 scale, deflated by ISA-L at the
+    level ISAL_LEVEL maps it to: the one compressor of every target's request bodies."""
+    return isal_zlib.compress(data, ISAL_LEVEL[gzip_level], wbits=31)
+
+
 class Gzip:
     """A target's request bodies as its gzip option says: body(data) gzip'd at the ISA-L level
     of the option's (a whole gzip member, mtime 0) or as it is; headers with Content-Encoding:
     gzip if so."""
 
     def __init__(self, options: GzipOption, headers: dict[str, str] | None = None):
-        self.level = ISAL_LEVEL[options.gzip_level] if options.gzip else None
+        self.level = options.gzip_level if options.gzip else None
         self.headers = dict(headers or {})
         if self.level is not None:
             self.headers["Content-Encoding"] = "gzip"
@@ -105,7 +111,7 @@ class Gzip:
         (asyncio.to_thread, as with zlib) added 25-50% to the compressor's CPU."""
         if self.level is None:
             return data
-        return isal_zlib.compress(data, self.level, wbits=31)
+        return gzip_member(data, self.level)
 
 
 @dataclass
