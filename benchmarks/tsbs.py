@@ -33,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 
@@ -55,6 +57,7 @@ class Db:
     tsbs_name: str | None           # TSBS's database/keyspace, if it can sit beside tsbench's
     tsbench_option: str | None      # the tsbench option naming it
     tsbs_types: tuple = TYPES       # the types TSBS generates for this format
+    cross: bool = True              # whether each tool's queries read the other's data (same column names)
 
     def url(self, ports: dict) -> str:
         if self.name == "cassandra":
@@ -66,7 +69,8 @@ DBS = {
     "influx": Db("influx", "influx", "influx", "benchmark", "database"),
     "victoriametrics": Db("victoriametrics", "victoriametrics", "influx", None, None,
                           ("single-groupby-1-1-1", "single-groupby-5-1-12", "double-groupby-1", "cpu-max-all-8")),
-    "questdb": Db("questdb", "questdb", "influx", None, None),
+    # TSBS's tables have their designated timestamp as `timestamp`, tsbench's as `time`: no cross
+    "questdb": Db("questdb", "questdb", "influx", None, None, cross=False),
     "cassandra": Db("cassandra", "cassandra", "csv", "benchmark", "keyspace",
                     ("single-groupby-1-1-1", "single-groupby-5-1-12", "double-groupby-1", "cpu-max-all-8")),
 }
@@ -83,7 +87,7 @@ def tsbs_load_argv(a, db: Db, ports: dict, path: str) -> list[str]:
     if db.name == "questdb":
         return [exe, *common, "--url", db.url(ports) + "/", "--ilp-bind-to", f"127.0.0.1:{ports['ilp']}"]
     return [exe, *common, "--hosts", f"127.0.0.1:{ports['cql']}", "--db-name", "benchmark",
-            "--write-timeout", "60s"]
+            "--write-timeout", "60s", "--do-create-db=false"]          # the keyspace: tsbs_keyspace()
 
 
 def tsbs_query_argv(a, db: Db, ports: dict, path: str, dbname: str | None) -> list[str]:
@@ -225,6 +229,33 @@ class Bench:
                 except Exception as exc:        # noqa: BLE001 - noted in the table, the run goes on
                     self.notes[key] = f"{type(exc).__name__}: {exc}"[:300]
 
+    async def indexed(self) -> None:
+        """QuestDB: tsbench's queries in alternating blocks without and with the index on the cpu
+        table's hostname that TSBS's query runner adds before its queries (ALTER TABLE cpu ALTER
+        COLUMN hostname ADD INDEX), dropped and added again between blocks."""
+        for qtype in self.a.types:
+            specs = self.draw(qtype)
+            if specs is None:
+                continue
+            per = -(-len(specs) // self.a.blocks)
+            for block in range(self.a.blocks):
+                for tool in ("tsbench", "tsbench, hostname indexed"):
+                    self.questdb_exec(f"ALTER TABLE cpu ALTER COLUMN hostname {'ADD' if ',' in tool else 'DROP'} INDEX")
+                    ms = await self.tsbench_block(specs[block * per:(block + 1) * per], "tsbench")
+                    self.p50.setdefault((qtype, tool, "tsbench"), []).append(ms)
+            print(f"  {qtype}: tsbench {statistics.median(self.p50[(qtype, 'tsbench', 'tsbench')]):.2f}, hostname "
+                  f"indexed {statistics.median(self.p50[(qtype, 'tsbench, hostname indexed', 'tsbench')]):.2f}")
+        self.questdb_exec("ALTER TABLE cpu ALTER COLUMN hostname DROP INDEX")
+
+    def questdb_exec(self, sql: str) -> None:
+        q = urllib.parse.urlencode({"query": sql})
+        try:
+            with urllib.request.urlopen(f"{self.db.url(self.ports)}/exec?{q}", timeout=self.a.timeout) as r:
+                r.read()
+        except urllib.error.HTTPError as exc:
+            if b"not indexed" not in exc.read() and "DROP" not in sql:
+                raise
+
     def draw(self, qtype: str):
         """tsbench's queries of one type as `tsbench queries generate` draws them (empty answers
         redrawn against the reference engine), or None where this target does not run the type."""
@@ -239,7 +270,7 @@ class Bench:
         """Every type: the tools on the data sets the server holds now."""
         for qtype in self.a.types:
             cells = [(tool, d) for d in datas for tool in ("TSBS", "tsbench")
-                     if tool == "tsbench" or qtype in self.db.tsbs_types]
+                     if (tool == "tsbench" or qtype in self.db.tsbs_types) and (self.db.cross or tool == d)]
             try:
                 specs = self.draw(qtype)
             except Exception as exc:            # noqa: BLE001
@@ -297,6 +328,8 @@ async def one_database(a, db: Db) -> Bench:
         b.ds = open_datafile(own_path).dataset
         b.ref = session.reference(b.ds)
         url = db.url(b.ports)
+        if db.name == "cassandra":
+            await tsbs_keyspace(main)
         b.say_load("TSBS's loader, TSBS's data", await b.tsbs_load(tsbs_path))
         if db.tsbs_name:          # both data sets at once: tsbench's in its own database / keyspace
             b.conns["TSBS"] = await stack.enter_async_context(connect(db, url, {db.tsbench_option: db.tsbs_name}))
@@ -307,10 +340,22 @@ async def one_database(a, db: Db) -> Bench:
             b.conns["TSBS"] = b.conns["tsbench"] = main
             await b.queries(["TSBS"])
             b.say_load("tsbench, tsbench's data", await b.tsbench_load(main, own_path))
-            await b.queries(["tsbench"])
+            await (b.indexed() if db.name == "questdb" else b.queries(["tsbench"]))
         if db.tsbench_format == "influx" and db.name != "questdb" and a.load_rounds:
             await load_rounds(b, tsbs_path, own_path)
     return b
+
+
+async def tsbs_keyspace(conn) -> None:
+    """TSBS's Cassandra loader makes its tables WITH COMPACT STORAGE, which Cassandra 4 and later
+    refuse: its keyspace and tables are made here without it (the loader runs with
+    --do-create-db=false); otherwise as TSBS's creator.go makes them."""
+    db = conn.target.db
+    await db.rows("DROP KEYSPACE IF EXISTS benchmark")
+    await db.rows("CREATE KEYSPACE benchmark WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}")
+    for t in ("bigint", "float", "double", "boolean", "blob"):
+        await db.rows(f"CREATE TABLE benchmark.series_{t} (series_id text, timestamp_ns bigint, value {t}, "
+                      "PRIMARY KEY (series_id, timestamp_ns))")
 
 
 async def load_rounds(b: Bench, tsbs_path: str, own_path: str) -> None:
@@ -357,6 +402,11 @@ def table(benches: list[Bench]) -> None:
             for (tool, data), v in med.items():
                 record.figure(f"{b.db.name} {qtype}: {tool} on {data}'s data p50", v, "ms")
         notes += [f"{b.db.name} {k[0]} {k[1]} on {k[2]}: {why}" for k, why in b.notes.items()]
+    for b in benches:
+        for (qtype, tool, data), v in b.p50.items():
+            if tool not in ("TSBS", "tsbench"):
+                print(f"{b.db.name} {qtype}, {tool}: p50 {statistics.median(v):.2f} ms")
+                record.figure(f"{b.db.name} {qtype}: {tool} on {data}'s data p50", statistics.median(v), "ms")
     for b in benches:
         for (tool, f), figs in b.loads.items():
             rate, cpu, client = (statistics.median(x[i] for x in figs) for i in range(3))
