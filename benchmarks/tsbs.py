@@ -338,7 +338,8 @@ async def one_database(a, db: Db) -> Bench:
     from tsbench.data.datafile import open_datafile
     from tsbench.experiments import session
 
-    tsbs_path, own_path = tsbs_data(a, db), tsbench_data(a, db.tsbench_format)
+    tsbs_path = tsbs_data(a, db) if db.tsbs_types else None
+    own_path = tsbench_data(a, db.tsbench_format)
     async with contextlib.AsyncExitStack() as stack:
         main = await stack.enter_async_context(connect(db, "local", name=f"tsbs-{db.name}"))
         st = main.server.state
@@ -347,9 +348,9 @@ async def one_database(a, db: Db) -> Bench:
         b.ds = open_datafile(own_path).dataset
         b.ref = session.reference(b.ds)
         url = db.url(b.ports)
-        if db.name == "cassandra":
+        if db.name == "cassandra" and tsbs_path:
             await tsbs_keyspace(main)
-        tsbs_data_in = await b.tsbs_loaded(tsbs_path)
+        tsbs_data_in = tsbs_path is not None and await b.tsbs_loaded(tsbs_path)
         if db.tsbs_name:          # both data sets at once: tsbench's in its own database / keyspace
             b.conns["TSBS"] = await stack.enter_async_context(connect(db, url, {db.tsbench_option: db.tsbs_name}))
             b.conns["tsbench"] = main
