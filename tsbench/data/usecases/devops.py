@@ -12,6 +12,8 @@ which flatters compression. cpu is the only mean-zero walk.
 
 from __future__ import annotations
 
+from functools import cache
+
 from tsbench.data.schema import (
     Schema,
     Series,
@@ -29,8 +31,6 @@ from tsbench.data.schema import (
     tag,
     wd,
 )
-from functools import cache
-
 from tsbench.data.usecases.base import UseCase
 
 GIB = 1 << 30
@@ -184,7 +184,7 @@ class CpuCase(UseCase):
     """The use cases with the cpu measurement: --param cpu_fields=float|integer."""
 
     @property
-    def Params(self):                      # noqa: N802 - UseCase's name for the --param model
+    def Params(self):                      # UseCase's name for the --param model
         return cpu_params()
 
     def _checked(self, params: dict):
