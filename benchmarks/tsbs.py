@@ -38,6 +38,7 @@ import urllib.request
 from dataclasses import dataclass, field
 
 from benchmarks import record
+from tsbench.core import signals
 
 TYPES = ("single-groupby-1-1-1", "single-groupby-5-1-12", "double-groupby-1", "cpu-max-all-8", "high-cpu-1",
          "lastpoint", "groupby-orderby-limit")
@@ -104,34 +105,41 @@ def tsbs_query_argv(a, db: Db, ports: dict, path: str, dbname: str | None) -> li
     return [exe, *common, "--urls", db.url(ports) + ("/" if db.name == "questdb" else "")]
 
 
-def run(argv: list[str], timeout: float) -> str:
-    """A TSBS command, bounded; its stdout (a failure raises with its stderr's end)."""
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+async def run(argv: list[str], timeout: float) -> str:
+    """A TSBS command, bounded (killed past `timeout` or when the run is stopped); its stdout
+    (a failure raises with the first lines it said)."""
+    p = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = await asyncio.wait_for(p.communicate(), timeout)
+    except BaseException:
+        p.kill()
+        await p.wait()
+        raise
     if p.returncode:
-        said = [x for x in (p.stderr or p.stdout).splitlines() if x.strip()]
+        said = [x for x in (err or out).decode(errors="replace").splitlines() if x.strip()]
         raise RuntimeError(f"{os.path.basename(argv[0])}: exit {p.returncode}: {' / '.join(said[:2])[:300]}")
-    return p.stdout
+    return out.decode(errors="replace")
 
 
 def end_of(a) -> str:
     return (START + datetime.timedelta(hours=a.hours)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def tsbs_data(a, db: Db) -> str:
+async def tsbs_data(a, db: Db) -> str:
     path = os.path.join(a.data_dir, f"tsbs-{db.tsbs_format}-{a.hosts}-{a.hours}h.dat")
     if not os.path.exists(path):
-        run([os.path.join(a.tsbs_bin, "tsbs_generate_data"), "--use-case", "devops", "--scale", str(a.hosts),
+        await run([os.path.join(a.tsbs_bin, "tsbs_generate_data"), "--use-case", "devops", "--scale", str(a.hosts),
              "--seed", str(SEED), "--timestamp-end", end_of(a), "--format", db.tsbs_format, "--file", path + ".tmp"],
             a.timeout)
         os.replace(path + ".tmp", path)
     return path
 
 
-def tsbench_data(a, fmt: str) -> str:
+async def tsbench_data(a, fmt: str) -> str:
     path = os.path.join(a.data_dir, f"tsbench-{fmt}-{a.hosts}-{a.hours}h.dat")
     if not os.path.exists(path + ".manifest.json"):
-        subprocess.run([sys.executable, "-m", "tsbench", "generate", "-q", "--scale", str(a.hosts), "--seed", str(SEED),
-                        "--end", end_of(a), "--format", fmt, "-j", "2", "-o", path], check=True, timeout=a.timeout)
+        await run([sys.executable, "-m", "tsbench", "generate", "-q", "--scale", str(a.hosts), "--seed", str(SEED),
+                   "--end", end_of(a), "--format", fmt, "-j", "2", "-o", path], a.timeout)
     return path
 
 
@@ -177,25 +185,26 @@ class Bench:
     ds: object = None                             # tsbench's dataset (the queries are drawn from it)
     ref: object = None                            # its reference engine (empty answers redrawn)
 
-    def tsbs_queries(self, qtype: str, block: int) -> str:
+    async def tsbs_queries(self, qtype: str, block: int) -> str:
         a = self.a
         n = -(-a.queries // a.blocks)
         path = os.path.join(a.data_dir, f"q-{self.db.tsbs_format}-{a.hosts}-{a.hours}h-{qtype}-{n}-{block}.gob")
         if not os.path.exists(path):
-            run([os.path.join(a.tsbs_bin, "tsbs_generate_queries"), "--use-case", "devops", "--scale", str(a.hosts),
+            await run([os.path.join(a.tsbs_bin, "tsbs_generate_queries"), "--use-case", "devops", "--scale", str(a.hosts),
                  "--seed", str(SEED + block), "--timestamp-start", START.strftime("%Y-%m-%dT%H:%M:%SZ"),
                  "--timestamp-end", end_of(a), "--format", self.db.tsbs_format, "--query-type", qtype,
                  "--queries", str(n), "--file", path + ".tmp"], a.timeout)
             os.replace(path + ".tmp", path)
         return path
 
-    def tsbs_block(self, qtype: str, block: int, data: str) -> float:
+    async def tsbs_block(self, qtype: str, block: int, data: str) -> float:
         """TSBS's p50 (ms) over one block of its queries, on `data`."""
         with tempfile.NamedTemporaryFile(suffix=".json") as res:
             dbname = (self.db.tsbs_name if data == "TSBS" else "tsbench") if self.db.tsbs_name else None
-            run([*tsbs_query_argv(self.a, self.db, self.ports, self.tsbs_queries(qtype, block), dbname),
-                 "--results-file", res.name], self.a.timeout)
-            return json.load(open(res.name))["Totals"]["overallQuantiles"]["all_queries"]["q50"]
+            queries = await self.tsbs_queries(qtype, block)
+            await run([*tsbs_query_argv(self.a, self.db, self.ports, queries, dbname), "--results-file", res.name],
+                      self.a.timeout)
+            return json.loads(pathlib.Path(res.name).read_text())["Totals"]["overallQuantiles"]["all_queries"]["q50"]
 
     async def tsbench_block(self, specs, data: str) -> float:
         """tsbench's p50 (ms) over one block of its drawn queries, on `data` (1 worker, no validation)."""
@@ -223,7 +232,7 @@ class Bench:
                     continue
                 try:
                     if tool == "TSBS":
-                        ms = await asyncio.to_thread(self.tsbs_block, qtype, block, data)
+                        ms = await self.tsbs_block(qtype, block, data)
                     elif specs.get(tool) is None:
                         raise RuntimeError("tsbench does not run this type here")
                     else:
@@ -291,7 +300,7 @@ class Bench:
         """TSBS's loader on its file: (rows/s as it reports them, server CPU s per M rows, its CPU s)."""
         pids, c0, s0 = self.main.server.pids(), children_cpu(), None
         s0 = server_cpu(pids)
-        out = await asyncio.to_thread(run, [*tsbs_load_argv(self.a, self.db, self.ports, path), *extra], self.a.timeout)
+        out = await run([*tsbs_load_argv(self.a, self.db, self.ports, path), *extra], self.a.timeout)
         line = next(x for x in out.splitlines() if x.startswith("loaded") and " rows in " in x)
         rows, secs = int(line.split()[1]), float(line.split(" in ")[1].split("sec")[0])
         await self.main.target.flush()
@@ -337,8 +346,8 @@ async def one_database(a, db: Db) -> Bench:
     from tsbench.data.datafile import open_datafile
     from tsbench.experiments import session
 
-    tsbs_path = tsbs_data(a, db) if db.tsbs_types else None
-    own_path = tsbench_data(a, db.tsbench_format)
+    tsbs_path = await tsbs_data(a, db) if db.tsbs_types else None
+    own_path = await tsbench_data(a, db.tsbench_format)
     async with contextlib.AsyncExitStack() as stack:
         main = await stack.enter_async_context(connect(db, "local", name=f"tsbs-{db.name}"))
         st = main.server.state
@@ -470,7 +479,12 @@ def main() -> None:
         ap.error(f"unknown database {bad[0]!r}" if bad else f"{a.tsbs_bin}: no tsbs_generate_data there")
     os.makedirs(a.data_dir, exist_ok=True)
     record.start("tsbs", a)
-    asyncio.run(_main(a))
+    with signals.as_interrupt() as caught:      # SIGTERM as Ctrl-C: the servers stopped, TSBS's commands killed
+        try:
+            asyncio.run(_main(a))
+        except KeyboardInterrupt:
+            print(f"stopped ({caught.name or 'SIGINT'}); the servers it started are stopped", file=sys.stderr)
+            sys.exit(signals.EXIT_CODES[caught.name or "SIGINT"])
     record.finish()
 
 
