@@ -147,6 +147,14 @@ def bench_protocols(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_tsbs(session: nox.Session) -> None:
+    """Side by side with TSBS (-- --tsbs-bin DIR, its built binaries): InfluxDB, VictoriaMetrics, QuestDB and
+    Cassandra, each tool's load and 1-worker query p50 on its own data and on the other's, on one server."""
+    session.install("-e", ".")
+    session.run("python", "-m", "benchmarks.tsbs", *session.posargs)
+
+
+@nox.session
 def bench_validation(session: nox.Session) -> None:
     """devops 100 hosts x 12 h on DuckDB and PostgreSQL, 4 workers: latency with / without validation."""
     session.install("-e", ".")

@@ -4,6 +4,7 @@ stale-build check."""
 import hashlib
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -50,6 +51,29 @@ GOLDEN_FIRST = (
     "usage_steal=27.28793615736698,usage_guest=15.402113647372929,usage_guest_nice=83.47102935665731 "
     "1451606400000000000")
 GOLDEN_SHA = "1e3c09a251f846a3acfd688d084222e599a8e9b3fd3e148d272d3b5e9afa5e58"
+
+
+def test_golden_devops_integer_cpu_fields():
+    """Pinned output of --param cpu_fields=integer (TSBS's shape): the cpu fields are the same
+    walk as the float default's first line, truncated and written as integers; the other
+    measurements are unchanged."""
+    ds = dataset(use_case="devops", scale=2, end="2016-01-01T00:01:00Z", seed=123, params={"cpu_fields": "integer"})
+    sim = Simulator(ds.compiled, 123, 0, 2, ds.start_ns, ds.interval_ns, ds.epochs)
+    text, _ = _all(sim, "influx")
+    lines = text.decode().splitlines()
+    assert lines[0] == GOLDEN_INT_FIRST
+    assert hashlib.sha256(text).hexdigest() == GOLDEN_INT_SHA
+    floats, _ = _all(Simulator(dataset(use_case="devops", scale=2, end="2016-01-01T00:01:00Z", seed=123).compiled,
+                               123, 0, 2, ds.start_ns, ds.interval_ns, ds.epochs), "influx")
+    assert re.sub(rb"(usage_\w+)=(\d+)(\.\d*)?", rb"\1=\2i", floats) == text     # the same walk, truncated
+
+
+GOLDEN_INT_FIRST = (
+    "cpu,hostname=host_0,region=ap-northeast-1,datacenter=ap-northeast-1a,rack=71,os=Ubuntu15.10,arch=x86,"
+    "team=LON,service=18,service_version=1,service_environment=staging usage_user=80i,usage_system=44i,"
+    "usage_idle=30i,usage_nice=2i,usage_iowait=98i,usage_irq=94i,usage_softirq=4i,usage_steal=27i,usage_guest=15i,"
+    "usage_guest_nice=83i 1451606400000000000")
+GOLDEN_INT_SHA = "98d75da821d14c2f6378d0929d05ec7ceaefed6fa2533c5cad3f8e19e9ee5ba6"
 
 
 def test_golden_iot_with_faults():

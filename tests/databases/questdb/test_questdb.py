@@ -166,6 +166,19 @@ def test_load_makes_wal_tables_of_the_dataset_types_and_settled_files(server, de
     assert 0 < res.own_disk_bytes < 8 * devops.bytes
 
 
+def test_index_option_makes_the_tag_an_indexed_symbol(server, devops):
+    """-O index=hostname: hostname is `SYMBOL INDEX` in every table (TSBS's QuestDB runner adds
+    that index); the other tags and the default's tables have none."""
+    def indexed(t):
+        return _run(server.url, lambda tg: tg._rows(f"SELECT \"column\", indexed FROM table_columns('{t}') "
+                                                     "WHERE type = 'SYMBOL'"))
+    load_into("questdb", server.url, devops, {"index": "hostname"})
+    for t in ("cpu", "diskio"):
+        assert {c: i for c, i in indexed(t)} == {c: c == "hostname" for c, _ in indexed(t)}, t
+    load_into("questdb", server.url, devops)
+    assert not [c for c, i in indexed("cpu") if i]
+
+
 def test_gzip_bodies_load_every_row(server, devops):
     """-O gzip=true: QuestDB's /write inflates the gzip'd line protocol; the count is verified
     (load_into) and every table holds its rows."""

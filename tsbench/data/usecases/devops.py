@@ -1,6 +1,9 @@
 """The devops use case (phase 1): 9 measurements, 101 fields per host per epoch,
 exactly the model of ../shared/spec/DATAMODEL.md, in tsbench's native choices
-(cpu fields are floats; disk and mem written as TSBS writes them).
+(cpu fields are floats; disk and mem written as TSBS writes them). `--param
+cpu_fields=integer` writes the cpu fields as TSBS does, as integers (the walk's
+value truncated, as TSBS's ToPointAllInt64), for TSBS's exact shape; the default
+(float) writes the bytes it always did.
 
 Known quirk, kept on purpose: walks with a positive-mean step reach their
 upper clamp and stay there (postgresl after ~200 ticks, nginx gauges after ~20),
@@ -8,6 +11,8 @@ which flatters compression. cpu is the only mean-zero walk.
 """
 
 from __future__ import annotations
+
+from functools import cache
 
 from tsbench.data.schema import (
     Schema,
@@ -60,8 +65,8 @@ CPU_FIELDS = ("usage_user", "usage_system", "usage_idle", "usage_nice", "usage_i
               "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice")
 
 
-def cpu(fields=CPU_FIELDS) -> Series:
-    return Series("cpu", tuple(cwd(f, normal(0, 1), 0, 100, init_uniform(0, 100), type="float") for f in fields))
+def cpu(fields=CPU_FIELDS, kind: str = "float") -> Series:
+    return Series("cpu", tuple(cwd(f, normal(0, 1), 0, 100, init_uniform(0, 100), type=kind) for f in fields))
 
 
 def diskio() -> Series:
@@ -159,30 +164,61 @@ def redis(interval_s: float) -> Series:
     ), tags=(tag("port", "{int:1024..21023}"), tag("server", "redis_{int:0..99999}")))
 
 
-class Devops(UseCase):
+@cache
+def cpu_params():
+    """The --param model of the cpu use cases, built at the first --param (pydantic is not
+    imported otherwise: devops starts without it)."""
+    from typing import Literal
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class CpuParams(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        cpu_fields: Literal["float", "integer"] = Field(
+            "float", description="the cpu fields' type: float (tsbench's, 17 digits) or integer (TSBS's)")
+
+    return CpuParams
+
+
+class CpuCase(UseCase):
+    """The use cases with the cpu measurement: --param cpu_fields=float|integer."""
+
+    @property
+    def Params(self):                      # UseCase's name for the --param model
+        return cpu_params()
+
+    def _checked(self, params: dict):
+        return super()._checked(params) if params else None
+
+    @property
+    def cpu_kind(self) -> str:
+        return "int" if self.params is not None and self.params.cpu_fields == "integer" else "float"
+
+
+class Devops(CpuCase):
     """devops: scale = hosts; 9 measurements, 101 fields per host per epoch."""
 
     name = "devops"
 
     def schema(self) -> Schema:
         interval_s = self.interval_ns / 1e9
-        return Schema("devops", (cpu(), diskio(), disk(), kernel(), mem(), net(), nginx(), postgresl(),
-                                 redis(interval_s)), entity_tags=HOST_TAGS)
+        return Schema("devops", (cpu(kind=self.cpu_kind), diskio(), disk(), kernel(), mem(), net(), nginx(),
+                                 postgresl(), redis(interval_s)), entity_tags=HOST_TAGS)
 
 
-class CpuOnly(UseCase):
+class CpuOnly(CpuCase):
     """cpu-only: the cpu measurement alone (10 fields per line)."""
 
     name = "cpu-only"
 
     def schema(self) -> Schema:
-        return Schema("cpu-only", (cpu(),), entity_tags=HOST_TAGS)
+        return Schema("cpu-only", (cpu(kind=self.cpu_kind),), entity_tags=HOST_TAGS)
 
 
-class CpuSingle(UseCase):
+class CpuSingle(CpuCase):
     """cpu-single: usage_user alone."""
 
     name = "cpu-single"
 
     def schema(self) -> Schema:
-        return Schema("cpu-single", (cpu(("usage_user",)),), entity_tags=HOST_TAGS)
+        return Schema("cpu-single", (cpu(("usage_user",), self.cpu_kind),), entity_tags=HOST_TAGS)

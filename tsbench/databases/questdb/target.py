@@ -93,6 +93,10 @@ class QuestDbOptions(GzipOption):
     pg_user: str = Field("admin", description="the PostgreSQL wire user (protocol=pgwire)")
     pg_password: SecretStr = Field(SecretStr("quest"), description="the PostgreSQL wire password "
                                                                    "(protocol=pgwire; QuestDB's default: quest)")
+    index: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,126}$",
+                              description="a tag column made `SYMBOL INDEX` in every table that has it, e.g. "
+                                          "hostname (TSBS's QuestDB query runner adds that index before its "
+                                          "queries); none by default")
 
 
 def one_line(text: str) -> str:
@@ -193,7 +197,7 @@ class QuestDbTarget(Target):
                 raise UserError(f"target questdb: table {t.name!r} exists with other columns "
                                 f"({', '.join(f'{c} {ty}' for c, ty in have)}; this load needs "
                                 f"{', '.join(f'{c} {ty}' for c, ty in want)}); use --if-exists drop to replace it")
-            cols = ", ".join(f"{q(c)} {ty}" for c, ty in want)
+            cols = ", ".join(f"{q(c)} {ty}{' INDEX' if c == self.options.index else ''}" for c, ty in want)
             await self.sql(f"CREATE TABLE IF NOT EXISTS {q(t.name)} ({cols}) TIMESTAMP(\"time\") "
                            f"PARTITION BY {self.options.partition_by} WAL")
         self._tables = tables
