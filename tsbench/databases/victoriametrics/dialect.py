@@ -126,7 +126,7 @@ class VMQuery:
     has_time: bool
     group: tuple[str, ...]              # group columns (rows: tags_out)
     kinds: tuple[str, ...]              # value columns' kinds
-    names: tuple[str, ...] = ()         # rows: the metric of each value column
+    names: tuple[str, ...] = ()         # rows, aggregate: the metric of each value column
     limit: int | None = None            # aggregate: the newest `limit` rows; rows: the oldest
     fill_zero: bool = False             # count: a field without samples in a present row counts 0
     mean_parts: bool = False            # mean: each field's sum and count come apart (label rollup), the client divides
@@ -161,6 +161,18 @@ def _plain_agg(agg: str, by: str, win: str) -> str:
     return f"sum{by}(sum_over_time({win})) / sum{by}(count_over_time({win}))"
 
 
+def _metric_names(p: dict) -> tuple[str, ...]:
+    return tuple(f"{p['measurement']}_{f}" for f in p["fields"])
+
+
+def _one_selector(p: dict) -> bool:
+    """Whether the fields' aggregates can come from one selector grouped by __name__: several
+    distinct fields, one max, min, sum or count of every sample (a mean divides two rollups)."""
+    fields = list(p["fields"])
+    return (len(fields) > 1 and len(set(fields)) == len(fields) and p["agg"] in ("max", "min", "sum", "count")
+            and not p.get("value_filter"))
+
+
 class MetricsQL(Dialect):
     """The basic shapes in MetricsQL; missing_functions: the optional functions
     (OPTIONAL_FUNCTIONS) the server's release lacks, probed by the target at open().
@@ -177,6 +189,7 @@ class MetricsQL(Dialect):
 
     name = "metricsql"
     excluded = {"high-cpu-all": _ROWS_WHERE, "high-cpu-1": _ROWS_WHERE}
+    one_selector = True         # several fields' max/min/sum/count by one selector (off: a union, one per field)
 
     def __init__(self, missing_functions=frozenset()):
         self.missing_functions = frozenset(missing_functions)
@@ -202,7 +215,7 @@ class MetricsQL(Dialect):
         limit = int(p["limit"]) if p.get("limit") else None
         reqs = [] if hi <= lo or _no_tag_values(p) else self._agg_requests(p, lo, hi, limit)
         return VMQuery("aggregate", tuple(reqs), has_time, tuple(group), tuple(v.kind for v in values),
-                       limit=limit, fill_zero=p["agg"] == "count")
+                       names=_metric_names(p), limit=limit, fill_zero=p["agg"] == "count")
 
     def _agg_requests(self, p: dict, lo: int, hi: int, limit: int | None) -> list[VMRequest]:
         """The requests of the window [lo, hi) ms, newest first: a cut bucket (or a
@@ -248,6 +261,8 @@ class MetricsQL(Dialect):
                          bucket_ns=None if bucket_ms is None else bucket_ms * MS)
 
     def _agg_union(self, p: dict, d_ms: int, o_ms: int) -> str:
+        if _one_selector(p) and self.one_selector:
+            return self._agg_by_name(p, d_ms, o_ms)
         parts = [f'label_set({self._agg_expr(p, f, d_ms, o_ms)}, "{FIELD_LABEL}", "{i}")'
                  for i, f in enumerate(p["fields"])]
         return parts[0] if len(parts) == 1 else f"union({', '.join(parts)})"
@@ -260,6 +275,15 @@ class MetricsQL(Dialect):
         if not p.get("value_filter"):
             return self.plain_agg(p["agg"], by, win)
         return self._filtered_agg(p["agg"], p["value_filter"], by, win)
+
+    def _agg_by_name(self, p: dict, d_ms: int, o_ms: int) -> str:
+        """Every field's max, min, sum or count in one expression over one selector of all the
+        fields' metrics, grouped by __name__ too (kept through the rollup: keep_metric_names):
+        TSBS's form, one index search and one pass instead of a union of one per field."""
+        win = (f"{_series(p, None, _metric_names(p))}[{_dur(d_ms)}]" + (f" offset {_dur(o_ms)}" if o_ms else ""))
+        by = ", ".join(["__name__", *(_label(g) for g in p.get("group_by") or [])])
+        outer, rollup = ("sum", "count") if p["agg"] == "count" else (p["agg"], p["agg"])
+        return f"{outer} by ({by})({rollup}_over_time({win}) keep_metric_names)"
 
     def plain_agg(self, agg: str, by: str, win: str) -> str:
         return _plain_agg(agg, by, win)
@@ -329,6 +353,13 @@ class _AvgOfAvg(MetricsQL):
         return f"avg{by}(avg_over_time({win}))" if agg == "mean" else _plain_agg(agg, by, win)
 
 
+class _UnionPerField(MetricsQL):
+    """Several fields' aggregates as a union of one expression per field (tsbench's form
+    before the one selector grouped by __name__)."""
+
+    one_selector = False
+
+
 class _TsbsText(_AvgOfAvg):
     """TSBS's expressions: `agg(agg_over_time(sel[w])) by (__name__, group)`, evaluated at
     tsbench's points (a bucket of TSBS's own grid is (t - w, t], not [t - w, t))."""
@@ -377,7 +408,9 @@ _MEAN_OF_SERIES = ("the faster avg(avg_over_time) (TSBS's form, avg-of-avg) aver
                    "tsbench's sum/count is exact for any grouping (MetricsQL's docstring)")
 MetricsQL.form_reasons = {t: _MEAN_OF_SERIES for t in ("double-groupby-1", "double-groupby-5", "double-groupby-all")}
 MetricsQL.forms = {
-    **{t: {"tsbs-text": _with(_TsbsText), "rollup-cache": _cached} for t in _BUCKETED},
+    **{t: {"tsbs-text": _with(_TsbsText), "rollup-cache": _cached,
+           **({"union-per-field": _with(_UnionPerField)} if t.startswith(("single-groupby-5", "cpu-max-all")) else {})}
+       for t in _BUCKETED},
     **{t: {"one-pass-sum-count": _with(_OnePassMean), "avg-of-avg": _with(_AvgOfAvg), "tsbs-text": _with(_TsbsText), "rollup-cache": _cached}
        for t in ("double-groupby-1", "double-groupby-5", "double-groupby-all")},
 }
@@ -427,9 +460,10 @@ class AnswerRows:
 
     def _add_aggregate(self, req: VMRequest, result: list[dict]) -> None:
         q = self.q
+        index = {n: i for i, n in enumerate(q.names)}
         for s in result:
             m = s["metric"]
-            i = int(m[FIELD_LABEL])
+            i = int(m[FIELD_LABEL]) if FIELD_LABEL in m else index[m["__name__"]]
             g = tuple(m.get(x) for x in q.group)
             for t, v in ([s["value"]] if "value" in s else s["values"]):
                 if req.is_range:
