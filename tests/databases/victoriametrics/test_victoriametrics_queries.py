@@ -277,3 +277,15 @@ def test_server_errors_are_fatal_with_the_servers_words(vm):
 
     msg = run(go())
     assert vm.url in msg and "HTTP 4" in msg and "max_over_time" in msg and len(msg) < 1500, msg
+
+
+def test_several_fields_are_one_selector_and_one_answer_decoded_after_the_pass(devops):
+    """A max over five fields is one request over one selector grouped by __name__ (not a
+    union of five), and laying its series side by side is decoding (not client work in the
+    latency); a merge of several requests still is client work."""
+    ds, _ = devops
+    t = VictoriaMetricsTarget("http://127.0.0.1:1")
+    for spec in generate(ds, ["single-groupby-5-1-12", "cpu-max-all-8"], 2, SEED):
+        q = t.render(spec)
+        assert all("union(" not in r.query and "keep_metric_names" in r.query for r in q.requests), q.text
+        assert len(q.kinds) > 1 and (q.client == (len(q.requests) > 1)), q.text
