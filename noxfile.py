@@ -11,11 +11,14 @@ gzip'd into InfluxDB beside TSBS with `-- --tsbs-bin DIR`),
 `nox -s bench_queries` (query latency next to a bare client sending the same bytes, per HTTP target:
 `-- --databases influx,victoriametrics,questdb,elasticsearch,opentsdb`; InfluxDB's own time too),
 `nox -s bench_protocols` (QuestDB's queries over HTTP /exec and PostgreSQL wire),
-`nox -s bench_dialects` (each query type's forms per database, answers checked equal, ratios), `nox -s bench_memory` (peak PSS of generate and of the reference engine) and
+`nox -s bench_dialects` (each query type's forms per database, answers checked equal, ratios),
+`nox -s bench_tsbs` (beside TSBS on one server: `-- --tsbs-bin DIR`, its built binaries),
+`nox -s bench_memory` (peak PSS of generate and of the reference engine) and
 `nox -s bench_validation` (latencies with and without checking the answers);
 `nox -s fuzz [SECONDS]` (hypothesis over the readers of untrusted input, bounded in time);
 `nox -s docs` (the documentation site, `mkdocs build --strict` into site/).
-`nox -s bench`, `bench_load`, `bench_queries` and `bench_protocols` take `-- --record docs/figures`: the run's
+`nox -s bench`, `bench_load`, `bench_queries`, `bench_protocols`, `bench_dialects` and `bench_tsbs` take
+`-- --record docs/figures`: the run's
 figures go to a JSON file there, from which the docs' figures page is generated."""
 
 import statistics
