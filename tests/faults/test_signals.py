@@ -29,6 +29,7 @@ targets:
   pg: {target: postgres}
 load: {workers: 1, batch_size: 1000}
 queries: {types: [max-cpu-8, lastpoint, single-groupby-1-1-1], count: 40}
+execute: {count: 3000}          # about a second of queries: the signal comes 0.3 s into them
 matrix:
   load.batch_size: [20000, 1000]
 """

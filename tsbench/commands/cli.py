@@ -3,8 +3,6 @@ reported in one line naming the option or the file and field; no tracebacks."""
 
 from __future__ import annotations
 
-import atexit
-import gc
 import importlib
 import os
 import pathlib
@@ -81,9 +79,6 @@ def main(argv: list[str] | None = None) -> None:
     the reader of the output closed it (as a Unix tool killed by SIGPIPE ends, without a
     word); a command may return its own (1: what was checked differs). Every line is masked."""
     from tsbench.core import signals
-
-    if argv is None:          # the process's own command line: the OS takes back its objects at the exit
-        atexit.register(gc.freeze)      # (the interpreter's last collections over them cost ~0.1 CPU s)
 
     try:
         with signals.as_interrupt() as caught:

@@ -42,7 +42,9 @@ def _cpu_children() -> float:
 
 
 def _cpu_of(pids: list[int]) -> float | None:
-    """CPU seconds of server processes and their children (None without pids)."""
+    """CPU seconds of server processes and their children (None without pids), those of the
+    children that ended and were reaped included (in their parent's children_* times): a
+    server's tree loses no CPU when a worker or backend process ends between two readings."""
     if not pids:
         return None
     import psutil
@@ -53,7 +55,7 @@ def _cpu_of(pids: list[int]) -> float | None:
             p = psutil.Process(pid)
             for q in [p] + p.children(recursive=True):
                 t = q.cpu_times()
-                total += t.user + t.system
+                total += t.user + t.system + t.children_user + t.children_system
         except psutil.NoSuchProcess:
             pass
     return total
