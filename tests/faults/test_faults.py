@@ -162,7 +162,9 @@ async def _phase(conn, host: Host, phase: str, df, stall: float, fault) -> None:
         await session.load(conn, df, LoadOptions(if_exists="drop", progress=False))
         host.loaded = True
     types = [t for t in TYPES if t in type(conn.target).query_types]
-    specs = session.draw(df.dataset, types, 4, 1, allow_empty=True)
+    specs = session.draw(df.dataset, types, 20, 1, allow_empty=True)   # queries left after the fault: a
+    # server killed under a live connection (PostgreSQL: its backend outlives the postmaster for a moment)
+    # must meet a query after it, however fast the queries are
     if phase == "start":            # before execute's first step: attach, prepare's probes, the first query
         _inject(conn.target, "attach", 1, fault)
     else:
