@@ -70,13 +70,19 @@ class QuestSql(Sql):
         sample = sample_by(p["bucket"]) if p.get("bucket") is not None else None
         if sample is None:
             return super().aggregate(p)
+        return self.bucketed(p, "time", "time", sample)
+
+    def bucketed(self, p: dict, bucket: str, name: str, clause: str) -> str:
+        """The aggregate per bucket (the expression `bucket`, selected as `name`, made by the
+        clause after the WHERE: SAMPLE BY, or a GROUP BY of name), its start as epoch ns."""
         d, m = self.spelling, p["measurement"]
         groups = [d.quote(g) for g in p.get("group_by") or []]
         vals = [f"v{i}" for i in range(len(p["fields"]))]
-        sel = ["time"] + [f"{d.tag(m, g)} AS {d.quote(g)}" for g in p.get("group_by") or []] + \
+        sel = [bucket if bucket == name else f"{bucket} AS {name}"] + \
+              [f"{d.tag(m, g)} AS {d.quote(g)}" for g in p.get("group_by") or []] + \
               [f"{AGG_SQL[p['agg']]}({d.field(f)}) AS {v}" for f, v in zip(p["fields"], vals)]
-        inner = f"SELECT {', '.join(sel)} FROM {d.table(m)} WHERE {where(p, d)} {sample}"
-        out = f"SELECT {', '.join(['(cast(time AS long) * 1000) AS t', *groups, *vals])} FROM ({inner})"
+        inner = f"SELECT {', '.join(sel)} FROM {d.table(m)} WHERE {where(p, d)} {clause}"
+        out = f"SELECT {', '.join([f'(cast({name} AS long) * 1000) AS t', *groups, *vals])} FROM ({inner})"
         if p.get("order") == "desc":
             out += " ORDER BY t DESC"
         if p.get("limit"):
@@ -113,19 +119,8 @@ def _group_by_bucket(d: QuestSql, p: dict) -> str:
 
 def _timestamp_floor(d: QuestSql, p: dict) -> str:
     """GROUP BY timestamp_floor(unit, time): QuestDB's bucket function on the designated timestamp."""
-    s, m = d.spelling, p["measurement"]
-    groups = [s.quote(g) for g in p.get("group_by") or []]
-    vals = [f"v{i}" for i in range(len(p["fields"]))]
-    sel = [f"timestamp_floor('{_unit(p['bucket'])}', m.time) AS tb"] + \
-          [f"{s.tag(m, g)} AS {s.quote(g)}" for g in p.get("group_by") or []] + \
-          [f"{AGG_SQL[p['agg']]}({s.field(f)}) AS {v}" for f, v in zip(p["fields"], vals)]
-    inner = f"SELECT {', '.join(sel)} FROM {s.table(m)} WHERE {where(p, s)} GROUP BY {', '.join(['tb', *groups])}"
-    out = f"SELECT {', '.join(['(cast(tb AS long) * 1000) AS t', *groups, *vals])} FROM ({inner})"
-    if p.get("order") == "desc":
-        out += " ORDER BY t DESC"
-    if p.get("limit"):
-        out += f" LIMIT {int(p['limit'])}"
-    return out
+    groups = ", ".join(["tb", *(d.spelling.quote(g) for g in p.get("group_by") or [])])
+    return d.bucketed(p, f"timestamp_floor('{_unit(p['bucket'])}', m.time)", "tb", f"GROUP BY {groups}")
 
 
 def _fill_none(d: QuestSql, p: dict) -> str:
