@@ -11,7 +11,7 @@ import re
 import pyarrow.parquet as pq
 
 PAGE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "results.md"
-TABLES = ("cells", "load", "stream", "queries", "verify", "resources")
+TABLES = ("cells", "trials", "load", "stream", "queries", "verify", "resources")
 
 
 def sections() -> dict[str, str]:

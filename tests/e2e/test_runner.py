@@ -147,7 +147,7 @@ def test_a_cell_that_raises_is_recorded_and_the_run_goes_on(tmp_path, monkeypatc
     monkeypatch.setattr(DuckDBTarget, "count", count)
     f = tmp_path / "e.yaml"
     f.write_text("name: raises\ndatasets: {d: {use_case: cpu-only, scale: 2, end: '2016-01-01T00:10:00Z'}}\n"
-                 "targets: {duck: {target: duckdb}}\nphases: [generate, load]\nrepetitions: 3\n")
+                 "targets: {duck: {target: duckdb}}\nphases: [generate, load]\nmatrix: {load.workers: [1, 2, 3]}\n")
     out = Runner(load_experiment(f), tmp_path / "r", quiet=True).run()
     cells = pq.read_table(out / "cells.parquet").to_pylist()
     assert [c["status"] for c in cells] == ["failed", "failed", "ok"]
@@ -219,6 +219,70 @@ def test_a_query_error_fails_the_cell(tmp_path, monkeypatch):
     (cell,) = pq.read_table(out / "cells.parquet").to_pylist()
     assert cell["status"] == "failed" and cell["query_errors"] == 2, cell
     assert cell["reason"] == "2 of 4 queries failed; first: duckdb: refused for the test"
+
+
+def test_trials_load_from_an_empty_database_and_execute_on_the_last(tmp_path):
+    """load.repeat 2 and execute.repeat 2: two load trials, each from an empty database
+    and verified, then two measured passes on the second; every row says its trial; the
+    cells row holds the medians (stats.cell_columns) and the trials each phase ran."""
+    import statistics
+
+    f = tmp_path / "e.yaml"
+    f.write_text(ONE_DUCK.format(name="trials", phases="[generate, load, verify, queries, execute, validate]")
+                 + "load: {repeat: 2}\nexecute: {repeat: 2}\n")
+    out = Runner(load_experiment(f), tmp_path / "r", quiet=True).run()
+    trials = pq.read_table(out / "trials.parquet").to_pylist()
+    assert [(t["cell"], t["phase"], t["trial"], t["status"]) for t in trials] == \
+        [(0, "load", 0, "ok"), (0, "load", 1, "ok"), (0, "execute", 0, "ok"), (0, "execute", 1, "ok")]
+    load, execute = trials[:2], trials[2:]
+    assert all(t["verified"] and t["counted"] == t["expected"] == 120 and t["rows_per_s"] > 0 for t in load)
+    assert all(t["queries_run"] == 4 and t["validated"] == 4 and t["mismatches"] == 0 for t in execute)
+    assert all(0 < t["query_p50_ms"] <= t["query_p90_ms"] <= t["query_p99_ms"] and t["query_mean_ms"] > 0
+               and t["qps"] > 0 for t in execute)
+    verify = pq.read_table(out / "verify.parquet").to_pylist()
+    assert [(r["trial"], r["expected"], r["difference"]) for r in verify if r["kind"] is None] == \
+        [(0, 120, 0), (1, 120, 0)]                        # each trial's table holds the file once, not twice
+    res = pq.read_table(out / "resources.parquet").to_pylist()
+    starts = [r for r in res if r["phase"] == "start"]
+    assert [r["trial"] for r in starts] == [0, 1]         # a fresh target (and monitor) per load trial
+    loaded = max(r["datadir_bytes"] for r in res if r["trial"] == 0 and r["phase"] == "load")
+    assert starts[1]["datadir_bytes"] < loaded            # the second trial's database starts empty
+    assert {r["trial"] for r in res if r["phase"] == "execute"} == {0, 1}
+    assert sorted({r["trial"] for r in pq.read_table(out / "load.parquet").to_pylist()}) == [0, 1]
+    queries = pq.read_table(out / "queries.parquet").to_pylist()
+    assert [sum(q["trial"] == k for q in queries) for k in (0, 1)] == [4, 4]
+    assert {(q["type"], q["id"]) for q in queries if q["trial"] == 0} == \
+        {(q["type"], q["id"]) for q in queries if q["trial"] == 1}      # the same drawn queries
+    (cell,) = pq.read_table(out / "cells.parquet").to_pylist()
+    assert cell["status"] == "ok" and json.loads(cell["trials"]) == {"load": 2, "execute": 2}
+    assert cell["rows_per_s"] == statistics.median(t["rows_per_s"] for t in load)
+    for fig in ("query_p50_ms", "query_p90_ms", "query_mean_ms", "qps"):
+        assert cell[fig] == statistics.median(t[fig] for t in execute), fig
+    assert not undocumented(out), "docs/results.md does not name these"
+
+
+def test_a_failed_trial_fails_the_cell_and_skips_the_rest(tmp_path, monkeypatch):
+    from tsbench.core.errors import Fatal
+    from tsbench.databases.duckdb.target import DuckDBTarget
+
+    real, calls = DuckDBTarget.count, []
+
+    async def count(self, tables):
+        calls.append(1)
+        if len(calls) == 2:
+            raise Fatal("duckdb: the server's own words")
+        return await real(self, tables)
+
+    monkeypatch.setattr(DuckDBTarget, "count", count)
+    f = tmp_path / "e.yaml"
+    f.write_text(ONE_DUCK.format(name="fails", phases="[generate, load, queries, execute]") + "repeat: 3\n")
+    out = Runner(load_experiment(f), tmp_path / "r", quiet=True).run()
+    (cell,) = pq.read_table(out / "cells.parquet").to_pylist()
+    assert cell["status"] == "failed" and cell["reason"] == "load trial 2/3: duckdb: the server's own words"
+    trials = pq.read_table(out / "trials.parquet").to_pylist()
+    assert [(t["phase"], t["trial"], t["status"], t["reason"]) for t in trials] == \
+        [("load", 0, "ok", ""), ("load", 1, "failed", "duckdb: the server's own words")]
+    assert len(calls) == 2 and pq.read_table(out / "queries.parquet").num_rows == 0
 
 
 def test_the_verify_phase_recounts_every_table(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """Experiment files: the pydantic model, matrix expansion into typed cells with
-exclusions and repetitions, every cell checked before anything runs, the JSON
+exclusions and trials (repeat), every cell checked before anything runs, the JSON
 Schema, and one-line errors naming file, line, field and value."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ matrix:
   target.options.database: [one, two]
 exclude:
   - {target: influx, target.options.database: two}
-repetitions: 2
+repeat: 2
 """
 
 
@@ -44,35 +44,36 @@ def _write(tmp_path, text: str):
 def test_matrix_expansion(tmp_path):
     exp = load_experiment(_write(tmp_path, GOOD))
     cs = cells(exp)
-    # 2 workers x 2 databases x 2 datasets x 3 targets, minus influx x two (2 x 2), times 2 repetitions
-    assert len(cs) == (2 * 2 * 2 * 3 - 2 * 2) * 2
+    # 2 workers x 2 databases x 2 datasets x 3 targets, minus influx x two (2 x 2); repeat: trials in each cell
+    assert len(cs) == 2 * 2 * 2 * 3 - 2 * 2
     assert all(isinstance(c, Cell) for c in cs) and exp.cells == cs
     assert all(not (c.target_name == "influx" and c.target.options["database"] == "two") for c in cs)
     brin = [c for c in cs if c.target_name == "pg-brin"]
     assert {c.target.options["index"] for c in brin} == {"brin"}            # declared options kept
     assert {c.target.options["database"] for c in brin} == {"one", "two"}   # and the knob set
     assert {c.load.workers for c in cs} == {1, 2} and all(c.load.batch_size == 10_000 for c in cs)
-    assert {c.repetition for c in cs} == {0, 1} and [c.id for c in cs] == list(range(len(cs)))
+    assert {(c.load.repeat, c.execute.repeat, c.stream.repeat) for c in cs} == {(2, 2, 2)}
+    assert [c.id for c in cs] == list(range(len(cs)))
     assert cs[0].dataset.seed == 123 and "d10 -> influx (influx)" in describe_cell(cs[0])
     assert cs[0].dataset.model_dump()["use_case"] == "devops" and cs[0].execute.cache == "warm"
-    assert cs[0].target is not cs[1].target          # each cell its own settings (repetitions too)
+    assert cs[0].target is not cs[1].target          # each cell its own settings
 
 
 def test_schema_command_prints_the_json_schema():
     s = json.loads(run_cli("schema").stdout)
-    assert {"name", "datasets", "targets", "matrix", "exclude", "repetitions"} <= set(s["properties"])
+    assert {"name", "datasets", "targets", "matrix", "exclude", "repeat"} <= set(s["properties"])
     assert s["additionalProperties"] is False
 
 
 @pytest.mark.parametrize("text,pattern", [
-    (GOOD.replace("repetitions: 2", "repetitons: 2"),
-     r"e\.yaml:14: repetitons: unknown key \(allowed: name, description, datasets"),
+    (GOOD.replace("repeat: 2", "repaet: 2"),
+     r"e\.yaml:14: repaet: unknown key \(allowed: name, description, datasets"),
     (GOOD.replace("seed: 123", "seed: many"), r"e\.yaml:3: datasets\.d10\.seed: Input should be a valid integer"),
     (GOOD.replace("target: influx}", "target: influxx}"),
      r"e\.yaml:6: targets\.influx\.target: unknown target 'influxx' \(one of .*influx"),
     (GOOD.replace("load.workers: [1, 2]", "load.workers: []"), r"e\.yaml:\d+: matrix: .*no values"),
     (GOOD.replace("load.workers: [1, 2]", "load.wrkers: [1, 2]"), r"e\.yaml:10: matrix\.load\.wrkers: unknown knob"),
-    (GOOD.replace("repetitions: 2", "  - {load.workers: 1}\n  - {load.workers: 2}\nrepetitions: 2"),
+    (GOOD.replace("repeat: 2", "  - {load.workers: 1}\n  - {load.workers: 2}\nrepeat: 2"),
      r"no cells left"),
     (GOOD.replace("options: {index: btree}}", "options: {index: btree}, colour: red}"),
      r"e\.yaml:7: targets\.pg-btree\.colour: unknown key \(allowed: target, server, options"),
@@ -123,14 +124,14 @@ def test_schema_file_is_found_beside_the_experiment(tmp_path):
 
 
 def test_query_cells_pick_where_the_query_phases_run(tmp_path):
-    f = _write(tmp_path, GOOD.replace("repetitions: 2", "query_cells:\n  - {load.workers: 2, target: influx}\n"
+    f = _write(tmp_path, GOOD.replace("repeat: 2", "query_cells:\n  - {load.workers: 2, target: influx}\n"
                                                        "  - {target: pg-btree, load.workers: 1}"))
     cs = cells(load_experiment(f))
     here = {(c.target_name, c.knobs["load.workers"]) for c in cs if c.queries_here}
     assert here == {("influx", 2), ("pg-btree", 1)} and len(cs) == 20
     assert sum(c.queries_here for c in cs) == 2 + 4          # x 2 datasets (x 2 databases for pg)
     assert describe_cell(next(c for c in cs if not c.queries_here)).endswith("(no query phases here)")
-    f = _write(tmp_path, GOOD.replace("repetitions: 2", "query_cells: [{load.wrkers: 2}]"))
+    f = _write(tmp_path, GOOD.replace("repeat: 2", "query_cells: [{load.wrkers: 2}]"))
     with pytest.raises(UserError, match=r"e\.yaml:14: query_cells\[0\]\.load\.wrkers: unknown knob"):
         load_experiment(f)
 
@@ -229,7 +230,7 @@ def test_exclude_naming_nothing_is_an_error(tmp_path):
 def test_dataset_values_are_checked_at_load(tmp_path):
     """A dataset generate would refuse fails when the file is read, not in its cell."""
     with pytest.raises(UserError, match=r"e\.yaml:\d+: matrix\.dataset\.scale: 0: --scale"):
-        load_experiment(_write(tmp_path, GOOD.replace("repetitions: 2", "repetitions: 1")
+        load_experiment(_write(tmp_path, GOOD.replace("repeat: 2", "repeat: 1")
                                .replace("  load.workers: [1, 2]", "  load.workers: [1, 2]\n  dataset.scale: [1, 0]")))
     with pytest.raises(UserError, match=r"e\.yaml:3: datasets\.d10: --end"):
         load_experiment(_write(tmp_path, GOOD.replace('end: "2016-01-01T02:00:00Z", seed', 'end: "2016-01-01", seed')))
@@ -259,3 +260,44 @@ def test_set_overrides_settings_before_the_checks(tmp_path):
         p = run_cli("run", str(path), "--dry-run", "--set", item, check=False)
         err = p.stderr.decode().strip()
         assert p.returncode == 2 and re.search(pattern, err) and "\n" not in err, err
+
+
+REPEAT = """\
+name: trials
+datasets: {d: {use_case: cpu-only, scale: 2, end: "2016-01-01T00:10:00Z"}}
+targets: {duck: {target: duckdb}}
+"""
+
+
+def test_repeat_is_each_phase_s_trials_top_level_the_default(tmp_path):
+    """repeat: at the top level is every phase's trials unless its section says; default 1;
+    a phase's trials are within the cell (no more cells); the commands' --repeat is the same field."""
+    from tsbench.commands.fromodel import option_of
+    from tsbench.core import bounds
+    from tsbench.execute.options import ExecuteCommand
+    from tsbench.load.options import LoadCommand
+    from tsbench.stream.options import StreamCommand
+
+    def trials(text):
+        cs = cells(load_experiment(_write(tmp_path, REPEAT + text)))
+        assert len(cs) == 1
+        return cs[0].load.repeat, cs[0].execute.repeat, cs[0].stream.repeat
+    assert trials("") == (1, 1, 1)
+    assert trials("repeat: 3\n") == (3, 3, 3)
+    assert trials("repeat: 3\nexecute: {repeat: 5}\nload: {workers: 2}\n") == (3, 5, 3)
+    assert trials("load: {repeat: 2}\n") == (2, 1, 1)
+    for model in (LoadCommand, ExecuteCommand, StreamCommand):
+        decls, kw = option_of(model, "repeat")
+        assert decls[0] == "--repeat" and kw["default"] == 1
+        assert (kw["type"].min, kw["type"].max) == (1, bounds.MAX_REPEAT)
+    for text, where in (("repeat: 0\n", r"e\.yaml:4: repeat: Input should be greater"),
+                        (f"load: {{repeat: {bounds.MAX_REPEAT + 1}}}\n", r"e\.yaml:4: load\.repeat: Input should be less"),
+                        ("execute: {repeat: two}\n", r"e\.yaml:4: execute\.repeat")):
+        with pytest.raises(UserError, match=where):
+            load_experiment(_write(tmp_path, REPEAT + text))
+
+
+def test_repetitions_is_refused_pointing_at_repeat(tmp_path):
+    with pytest.raises(UserError, match=r"^\S*e\.yaml:4: repetitions: replaced by repeat: N \(N trials of each "
+                                        r"phase within one cell"):
+        load_experiment(_write(tmp_path, REPEAT + "repetitions: 2\n"))

@@ -21,7 +21,7 @@ MAX_QUERIES_PER_TYPE = 1_000_000  # queries generate --count: every one is writt
 MAX_COUNT = 10 ** 12            # other counts (points per series, errors tolerated, rows shown)
 MAX_RATE = 1e9                  # rows/s or queries/s
 MAX_SECONDS = 366 * 86_400.0    # any duration, delay, timeout or window in seconds: a year
-MAX_REPETITIONS = 1000          # an experiment's repetitions of every cell
+MAX_REPEAT = 1000               # trials of a phase (repeat: N, --repeat N)
 MAX_SEED = 2 ** 64 - 1          # seeds are unsigned 64-bit
 
 INT64_MAX = 2 ** 63 - 1         # times are int64 nanoseconds since 1970: 1677-09-21 .. 2262-04-11

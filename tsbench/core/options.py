@@ -47,6 +47,13 @@ class Stalls(PhaseOptions):
                                              "phase fails.")
 
 
+def repeat_field(each: str):
+    """A phase's `repeat` (its trials): declared by each phase's model with what one trial is."""
+    return Field(1, ge=1, le=bounds.MAX_REPEAT, description=f"Trials, each {each}; the figures are the median over "
+                                                            "them (an experiment file's top-level repeat: gives the "
+                                                            "default).")
+
+
 def cli_of(model: type[BaseModel], name: str) -> Cli:
     """A field's Cli metadata (the default one when it has none)."""
     return next((m for m in model.model_fields[name].metadata if isinstance(m, Cli)), Cli())

@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from tsbench.core.clusteraddress import ClusterAddress
 from tsbench.core import bounds
-from tsbench.core.options import Cli, Stalls
+from tsbench.core.options import Cli, Stalls, repeat_field
 
 
 class ExecuteSettings(Stalls):
@@ -27,6 +27,7 @@ class ExecuteSettings(Stalls):
     cluster: Annotated[ClusterAddress, Cli(metavar="ADDRESS")] = Field(
         None, description="Run the measured queries from a Dask cluster, one client slot per worker with --workers "
                           "each, all at once (warm cache only): local:N (N <= 256) or tcp://HOST:PORT.")
+    repeat: int = repeat_field("a new measured pass over the same queries on the same database")
 
     @model_validator(mode="after")
     def _warm_on_a_cluster(self):

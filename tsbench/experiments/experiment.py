@@ -1,8 +1,10 @@
 """The experiment file (all phases): YAML, checked with pydantic, naming the
 datasets, the targets (server local or a URL, their options), the phases to run,
 each phase's settings, and a `matrix:` of knobs expanded as a cartesian product
-(minus `exclude:` entries) times `repetitions`; `query_cells:` picks the cells
-that run the query phases (default: all).
+(minus `exclude:` entries); `query_cells:` picks the cells that run the query
+phases (default: all). `repeat:` (top level, the default of every phase, or a
+phase's own `load.repeat`, `execute.repeat`, `stream.repeat`) is the number of
+trials of each phase within a cell (runner.py runs them).
 
 Matrix keys are dotted paths into a cell's settings: `dataset` and `target`
 (names declared above), `load.workers`, `load.batch_size`, `load.processes`,
@@ -111,7 +113,6 @@ class Cell(_Strict):
     dataset_name: str
     target_name: str
     knobs: dict[str, Any]          # matrix key -> value, without dataset and target
-    repetition: int
     queries_here: bool             # whether the query phases run here (query_cells:)
     dataset: DatasetDecl
     target: TargetDecl
@@ -142,7 +143,9 @@ class Experiment(_Strict):
     # the query phases (queries, execute, validate) run only in the cells matching one of
     # these (e.g. [{load.workers: 4}]: query each loaded database once); default: every cell
     query_cells: list[dict[str, Any]] = []
-    repetitions: int = Field(1, ge=1, le=bounds.MAX_REPETITIONS)
+    repeat: int = Field(1, ge=1, le=bounds.MAX_REPEAT,
+                        description="Trials of each phase in every cell, unless the phase's section says (load.repeat, "
+                                    "execute.repeat, stream.repeat); the cell's figures are the medians over them.")
 
     @field_validator("datasets", "targets", "phases")
     @classmethod
@@ -211,6 +214,9 @@ def load_experiment(path: str | pathlib.Path, overrides: tuple[str, ...] = ()) -
     lines = _lines(node) if node is not None else {}
     for item in overrides:
         apply_override(data, item)
+    if "repetitions" in data:           # the old key: separate cells; now trials within one
+        raise UserError(f"{p}:{lines.get(('repetitions',), 1)}: repetitions: replaced by repeat: N (N trials of "
+                        "each phase within one cell, the figures the median over them)")
     exp = _validate(p, data, lines)
     exp._overrides = list(overrides)
     _check_names(p, exp, lines)
@@ -345,7 +351,7 @@ class _Source:
 
 
 def cells(exp: Experiment) -> list[Cell]:
-    """Every cell of the experiment (see Cell), in matrix order, repetitions adjacent."""
+    """Every cell of the experiment (see Cell), in matrix order."""
     if exp._cells is None:                  # built in code rather than read from a file
         exp._cells = _expand(exp, _Source(f"experiment {exp.name}", None))
     return list(exp._cells)
@@ -371,11 +377,9 @@ def _expand(exp: Experiment, src: _Source) -> list[Cell]:
             raise src.error(("stream", "time"), "stream.time", f"it spreads the points over its span: leave "
                             f"dataset {knobs['dataset']}'s interval out")
         here = not exp.query_cells or any(_matches(knobs, m) for m in exp.query_cells)
-        for rep in range(exp.repetitions):
-            out.append(Cell(id=len(out), dataset_name=knobs["dataset"], target_name=knobs["target"],
-                            knobs={k: v for k, v in knobs.items() if k not in ("dataset", "target")},
-                            repetition=rep, queries_here=here,
-                            **{k: v.model_copy(deep=True) for k, v in settings.items()}))
+        out.append(Cell(id=len(out), dataset_name=knobs["dataset"], target_name=knobs["target"],
+                        knobs={k: v for k, v in knobs.items() if k not in ("dataset", "target")},
+                        queries_here=here, **settings))
     if not out:
         raise src.error(("exclude",), "exclude", "the matrix has no cells left (every combination is excluded)")
     return out
@@ -392,6 +396,8 @@ def _settings(exp: Experiment, knobs: dict, src: _Source) -> dict[str, BaseModel
                          "load": exp.load.model_dump(), "queries": exp.queries.model_dump(),
                          "execute": exp.execute.model_dump(), "stream": exp.stream.model_dump()})
     for section, phases in (("load", {"load"}), ("stream", {"stream"}), ("execute", {"execute", "validate"})):
+        if "repeat" not in getattr(exp, section).model_fields_set:
+            raw[section]["repeat"] = exp.repeat            # the file's repeat: each phase whose section does not say
         if exp.cluster and raw[section].get("cluster") is None and phases & set(exp.phases):
             raw[section]["cluster"] = exp.cluster          # the file's cluster: for each phase that has slots
     for k, v in knobs.items():
@@ -515,7 +521,5 @@ def _check_cell_dataset(d: DatasetDecl, knobs: dict, src: _Source, checked: set[
 
 def describe_cell(c: Cell) -> str:
     knobs = " ".join(f"{k}={v}" for k, v in c.knobs.items())
-    rep = f" rep {c.repetition + 1}" if c.repetition else ""
     where = "" if c.queries_here else " (no query phases here)"
-    return (f"cell {c.id}: {c.dataset_name} -> {c.target_name} ({c.target.target}){rep} "
-            f"{knobs}".rstrip() + where)
+    return f"cell {c.id}: {c.dataset_name} -> {c.target_name} ({c.target.target}) {knobs}".rstrip() + where

@@ -1,20 +1,25 @@
 """The experiment runner (all phases): for each cell of an experiment's matrix,
-generate the dataset (cached by its spec, reused across cells), start a fresh
-server (or reach a URL), load and verify, draw the queries (once per dataset),
-execute and validate. A cell that fails is recorded with the server's words and
+generate the dataset (cached by its spec, reused across cells), then its trials
+(trials.py): each load trial starts a fresh server (or reaches a URL and drops the
+tables), loads and verifies; after the last one the queries are drawn (once per
+dataset) and each execute trial runs and validates them on that database; each
+stream trial is a new stream on a fresh server. A cell that fails (a trial failing
+fails it; the remaining trials are skipped) is recorded with the server's words and
 the run goes on; Ctrl-C or SIGTERM marks the current cell interrupted and keeps the rest.
 Results go to results/<experiment>/<run-id>/: manifest.json and parquet tables
-`cells` (one row per cell), `load` (per cell per second), `queries` (per
+`cells` (one row per cell, its figures the medians over its trials: stats.py),
+`trials` (per cell, phase and trial), `load` (per cell per second), `queries` (per
 execution), `resources` (per cell per second per role, from the monitor),
 `verify` (per cell per table, with the verify phase) and `stream` (per cell per
 second per writer, query type and freshness probe, with the stream phase: the
-stream command's per-second table), readable without tsbench, rewritten as each
-cell ends. A stream experiment (phases: [stream]) generates no data file: its writers
-make their data as they go."""
+stream command's per-second table), each row with its phase's `trial`, readable
+without tsbench, rewritten as each cell ends. A stream experiment (phases: [stream])
+generates no data file: its writers make their data as they go."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -31,10 +36,11 @@ from tsbench.core.hostfacts import host_facts
 from tsbench.core.options import build
 from tsbench.core.outfile import OutputFile, write_text
 from tsbench.execute.run import ExecOptions, ExecResult
-from tsbench.experiments import session
+from tsbench.experiments import session, stats
 from tsbench.experiments.experiment import Cell, Experiment, cells, describe_cell
 from tsbench.experiments.monitor import ResourceMonitor
-from tsbench.load.run import LoadError, LoadOptions, LoadResult
+from tsbench.experiments.trials import label, load_columns, query_columns, query_failure, stream_columns, trial_row
+from tsbench.load.run import LoadError, LoadOptions
 
 
 def _dataset_key(decl: dict, fmt: str) -> str:
@@ -59,44 +65,9 @@ def cell_row(c: Cell) -> dict:
     return {"cell": c.id, "dataset": c.dataset_name, "target_name": c.target_name,
             "target": c.target.target, "server": c.target.server,
             "options": json.dumps(c.target.options, sort_keys=True),
-            "knobs": json.dumps(c.knobs, sort_keys=True), "repetition": c.repetition,
+            "knobs": json.dumps(c.knobs, sort_keys=True),
             "workers": c.load.workers, "batch_size": c.load.batch_size, "cluster": c.load.cluster,
             "clients": 1, "client_hosts": socket.gethostname(), "status": "ok", "reason": ""}
-
-
-def load_columns(res: LoadResult) -> dict:
-    """The cells table's columns of a finished load."""
-    return {"rows": res.rows, "values": res.values, "bytes": res.bytes, "load_seconds": round(res.seconds, 3),
-            "rows_per_s": res.rate(res.rows), "values_per_s": res.rate(res.values),
-            "mb_per_s": round(res.bytes / res.seconds / 1e6, 2) if res.seconds else None,
-            "client_cpu_s": round(res.client_cpu_seconds, 3),
-            "server_cpu_s": None if res.server_cpu_seconds is None else round(res.server_cpu_seconds, 3),
-            "backoffs": res.backoffs, "backoff_seconds": round(res.backoff_seconds, 3),
-            "compact_seconds": None if res.compact_seconds is None else round(res.compact_seconds, 3),
-            "verified": res.verified, "counted": res.counted, "expected": res.expected,
-            "disk": json.dumps(res.disk, sort_keys=True), "disk_bytes": res.datadir_bytes,
-            "disk_own_bytes": res.own_disk_bytes, **client_columns(res)}
-
-
-def client_columns(res: LoadResult) -> dict:
-    """clients: the client slots (Dask workers) that loaded, 1 without --cluster;
-    client_hosts: their host names, comma-separated."""
-    s = res.summary()
-    return {"clients": s["clients"], "client_hosts": ",".join(s["client_hosts"])}
-
-
-def query_columns(er: ExecResult) -> dict:
-    """The cells table's columns of a finished execute (with validation): distinct queries
-    validated, of them non-empty, mismatched; and the executions, each checked on its own."""
-    allst = er.stats()[-1]
-    return {"execute_seconds": round(er.seconds, 3), "queries_run": len(er.records),
-            "query_errors": allst["errors"], "mismatches": allst["mismatches"], "validated": allst["validated"],
-            "validated_nonempty": allst["validated_nonempty"],
-            "executions_validated": allst["executions_validated"],
-            "executions_mismatched": allst["executions_mismatched"],
-            "unsupported": json.dumps(er.unsupported), "cache": er.cache, "query_p50_ms": allst.get("p50_ms"),
-            "query_p99_ms": allst.get("p99_ms"), "qps": allst.get("qps"),
-            "client_work_types": json.dumps(sorted({r["type"] for r in er.records if r["client_s"] is not None}))}
 
 
 def stream_dataset(c: Cell):
@@ -112,25 +83,6 @@ def stream_dataset(c: Cell):
     return resolve(DatasetSpec(**decl))
 
 
-def stream_columns(ds, res) -> dict:
-    """The cells table's columns of a stream (StreamResult.summary's figures, flat)."""
-    s = res.summary()
-    hosts = {"clients": s["clients"], "client_hosts": ",".join(s["client_hosts"])}
-    lat, q, f = s["latency_ms"], s["queries"], s["freshness"]
-    return {"series": ds.entities * len(ds.schema.series), "stream_seconds": s["seconds"],
-            "stream_rows": s["rows"], "stream_values": s["values"], "rows_per_s": s["rows_per_s"],
-            "values_per_s": s["values_per_s"], "stream_errors": s["errors"], "stream_backoffs": s["backoffs"],
-            "stream_p50_ms": lat.get("p50"), "stream_p99_ms": lat.get("p99"), "stream_max_ms": lat.get("max"),
-            "client_cpu_s": s["client_cpu_seconds"], "server_cpu_s": s["server_cpu_seconds"],
-            "verified": s["verify"]["ok"], "counted": s["verify"]["counted"], "expected": s["verify"]["expected"],
-            "stream_query_pace": q.get("pace"), "stream_queries": q.get("count"),
-            "stream_query_errors": q.get("errors"),
-            "stream_query_p50_ms": q.get("latency_ms", {}).get("p50"),
-            "stream_query_p99_ms": q.get("latency_ms", {}).get("p99"),
-            "freshness_p50_ms": f.get("latency_ms", {}).get("p50"), "freshness_p99_ms": f.get("latency_ms", {}).get("p99"),
-            "freshness_unseen": f.get("unseen"), **hosts}
-
-
 class Runner:
     def __init__(self, exp: Experiment, results: str | pathlib.Path, quiet: bool = False):
         self.exp, self.quiet = exp, quiet
@@ -139,6 +91,8 @@ class Runner:
         self.dir = pathlib.Path(results) / exp.name / self.run_id
         self.data_dir = pathlib.Path(results) / exp.name / "data"
         self.cell_rows: list[dict] = []
+        self.trial_rows: list[dict] = []
+        self._trial: tuple[str, int, int] | None = None     # the trial running: (phase, trial, trials)
         self.load_rows: list[dict] = []
         self.query_rows: list[dict] = []
         self.resource_rows: list[dict] = []
@@ -189,24 +143,62 @@ class Runner:
         """One cell; any error fails that cell only (the server's words, or ours with a trace)."""
         from tsbench import databases
 
-        row = cell_row(c)
+        row = cell_row(c) | {"trials": json.dumps(self._planned(c))}
         self.cell_rows.append(row)
         t0 = time.perf_counter()
+        self._trial = None
         try:
             streams_only = self.phases == {"stream"}         # no data file: the writers make their data
             df = None if streams_only else self._datafile(c, databases.target_class(c.target.target).format)
             aiorun.run(self._cell(c, row, df))
         except KeyboardInterrupt:
-            row.update(status="interrupted", reason=f"interrupted by {caught.name or 'SIGINT'}")
+            row.update(status="interrupted",
+                       reason=self._trial_ended(c, "interrupted", f"interrupted by {caught.name or 'SIGINT'}"))
             raise
         except (UserError, Fatal, Retryable, Unsupported, OSError, asyncio.TimeoutError) as exc:
-            row.update(status="failed", reason=str(exc) or type(exc).__name__)
+            row.update(status="failed", reason=self._trial_ended(c, "failed", str(exc) or type(exc).__name__))
             self.say(f"cell {c.id} failed: {row['reason']}")
         except Exception as exc:         # a bug of ours: recorded with its trace, and the run goes on
-            row.update(status="failed", reason=f"internal error: {type(exc).__name__}: {exc}")
+            row.update(status="failed",
+                       reason=self._trial_ended(c, "failed", f"internal error: {type(exc).__name__}: {exc}"))
             self.say(f"cell {c.id} failed: {row['reason']}\n{traceback.format_exc()}")
         finally:
             row["cell_seconds"] = round(time.perf_counter() - t0, 3)
+            row.update(stats.cell_columns([t for t in self.trial_rows if t["cell"] == c.id and t["status"] == "ok"],
+                                          [q for q in self.query_rows if q["cell"] == c.id]))
+
+    def _planned(self, c: Cell) -> dict:
+        """The trials each phase of the cell runs (the cells table's trials column)."""
+        out = {}
+        if "load" in self.phases:
+            out["load"] = c.load.repeat
+        if "stream" in self.phases:
+            out["stream"] = c.stream.repeat
+        if self.phases & {"queries", "execute", "validate"} and c.queries_here:
+            out["execute"] = c.execute.repeat
+        return out
+
+    def _begin(self, phase: str, trial: int, n: int) -> str:
+        """Enter a trial; its name in progress lines: the phase, with "trial 2/3" when there are several."""
+        self._trial = (phase, trial, n)
+        return label(phase, trial, n) if n > 1 else phase
+
+    def _add_trial(self, c: Cell, phase: str, figures: dict, status: str = "ok", reason: str = "") -> None:
+        _, trial, _ = self._trial
+        self.trial_rows.append({"cell": c.id, **trial_row(phase, trial, figures, status, reason)})
+
+    def _trial_ended(self, c: Cell, status: str, reason: str) -> str:
+        """A trial failed or interrupted: its row in the trials table says so (added if the
+        phase had not recorded it); the cell's reason names the trial when there are several."""
+        if self._trial is None:
+            return reason
+        phase, trial, n = self._trial
+        last = self.trial_rows[-1] if self.trial_rows else {}
+        if (last.get("cell"), last.get("phase"), last.get("trial")) == (c.id, phase, trial):
+            last.update(status=status, reason=reason)
+        else:
+            self._add_trial(c, phase, {}, status, reason)
+        return f"{label(phase, trial, n)}: {reason}" if n > 1 else reason
 
     def _datafile(self, c: Cell, fmt: str):
         from tsbench.data.datafile import open_datafile
@@ -232,26 +224,42 @@ class Runner:
             return
         if "load" in self.phases:
             await self._ceiling(c, df)
+        if "stream" in self.phases:             # each stream trial on a fresh target
+            for k in range(c.stream.repeat):
+                name = self._begin("stream", k, c.stream.repeat)
+                async with self._target(c, row, k) as (conn, mon):
+                    await self._stream(c, row, conn, mon, name)
+            return
+        n = c.load.repeat if "load" in self.phases else 1
+        for k in range(n):                      # each load trial on a fresh target; the queries on the last
+            name = self._begin("load", k, n) if "load" in self.phases else None
+            async with self._target(c, row, k) as (conn, mon):
+                if "load" in self.phases:
+                    await self._load(c, row, df, conn, mon, name)
+                if "verify" in self.phases:
+                    await self._verify(c, row, df, conn, k)
+                if k == n - 1 and self.phases & {"queries", "execute", "validate"} and c.queries_here:
+                    await self._queries(c, row, df, conn, mon)
+
+    @contextlib.asynccontextmanager
+    async def _target(self, c: Cell, row: dict, trial: int):
+        """(connection, resource monitor) of a fresh target: a local server started anew,
+        or the URL reached again; the monitor's rows carry the trial."""
         t = c.target
         reach = session.Reach(t.target, t.server, t.options, t.server_options, name=f"{self.exp.name}-{t.target}",
                               stall_seconds=self._connect_bound(c))
         async with session.open_target(reach, announce=not self.quiet) as conn:
-            mon = ResourceMonitor(conn.server.pids if conn.server else None, conn.datadir, labels={"cell": c.id})
+            mon = ResourceMonitor(conn.server.pids if conn.server else None, conn.datadir,
+                                  labels={"cell": c.id, "trial": trial})
             try:
                 with mon:
                     row["server_version"] = await session.server_version(conn)
                     self.servers[c.target_name] = row["server_version"]
-                    if "stream" in self.phases:
-                        await self._stream(c, row, conn, mon)
-                    if "load" in self.phases:
-                        await self._load(c, row, df, conn, mon)
-                    if "verify" in self.phases:
-                        await self._verify(c, row, df, conn)
-                    if self.phases & {"queries", "execute", "validate"} and c.queries_here:
-                        await self._queries(c, row, df, conn, mon)
+                    yield conn, mon
             finally:
                 self.resource_rows.extend(mon.rows)
-                row.update(mon.peaks())
+                for k, v in mon.peaks().items():          # the peaks over every trial's target
+                    row[k] = v if row.get(k) is None else row[k] if v is None else max(row[k], v)
 
     def _connect_bound(self, c: Cell) -> float:
         """Connecting and the version probe: the shortest stall bound of the phases the cell runs."""
@@ -259,10 +267,10 @@ class Runner:
                     (c.stream, {"stream"})]
         return min((sec.stall_timeout for sec, used in sections if used & self.phases), default=session.STALL_S)
 
-    async def _load(self, c: Cell, row: dict, df, conn, mon: ResourceMonitor) -> None:
+    async def _load(self, c: Cell, row: dict, df, conn, mon: ResourceMonitor, name: str) -> None:
         mon.phase = "load"
         lo = c.load
-        self.say(f"load: {df.rows:,} rows, {lo.workers} workers x {lo.batch_size:,}")
+        self.say(f"{name}: {df.rows:,} rows, {lo.workers} workers x {lo.batch_size:,}")
         opts = build(LoadOptions, dict(lo), if_exists="drop", progress=not self.quiet)
         try:
             res = await session.load(conn, df, opts)
@@ -272,11 +280,12 @@ class Runner:
             raise
         self._load_rows(c, res)
         row.update(load_columns(res))
+        self._add_trial(c, "load", load_columns(res))
         self.say(f"loaded in {res.seconds:.1f} s: {row['rows_per_s']:,.0f} rows/s, {row['values_per_s']:,.0f} "
                  f"values/s, {row['mb_per_s']:.1f} MB/s; verified {res.counted:,} {res.count_unit}; "
                  f"disk {(res.datadir_bytes or 0) / 1e6:,.1f} MB")
 
-    async def _stream(self, c: Cell, row: dict, conn, mon: ResourceMonitor) -> None:
+    async def _stream(self, c: Cell, row: dict, conn, mon: ResourceMonitor, name: str) -> None:
         """The stream phase: the cell's dataset written as it is generated (stream/run.py)."""
         from tsbench.stream.run import StreamError, stream_options
 
@@ -289,7 +298,7 @@ class Runner:
             names = session.select_types(ds, c.queries.types, c.queries.families)
             specs = session.draw(ds, names, c.queries.count, c.queries.seed, allow_empty=True) if names else None
         opts = stream_options(c.stream, specs, progress=not self.quiet)
-        self.say(f"stream: {ds.entities * len(ds.schema.series):,} series, {opts.writers} writers x "
+        self.say(f"{name}: {ds.entities * len(ds.schema.series):,} series, {opts.writers} writers x "
                  f"{opts.batch_size:,}" + (f", {opts.rate:,.0f} rows/s" if opts.rate else ", closed loop"))
         try:
             res = await session.stream(conn, ds, opts)
@@ -303,21 +312,23 @@ class Runner:
                  f"{res.count_unit}" if res.verified else f"streamed {res.rows:,} rows; {res.verify_note}")
 
     def _stream_rows(self, c: Cell, ds, row: dict, res) -> None:
-        self.stream_rows.extend({"cell": c.id, **r} for r in res.seconds_rows())
+        trial = self._trial[1]
+        self.stream_rows.extend({"cell": c.id, "trial": trial, **r} for r in res.seconds_rows())
         row.update(stream_columns(ds, res), cluster=c.stream.cluster)
+        self._add_trial(c, "stream", stream_columns(ds, res))
         if res.clients:
             self.clients[c.id] = res.clients
 
-    async def _verify(self, c: Cell, row: dict, df, conn) -> None:
+    async def _verify(self, c: Cell, row: dict, df, conn, trial: int) -> None:
         """The per-table check (the verify phase): every table holds what the data file has,
         counts and values (a file's figure and the stored one as text: they may be ints
         beyond int64 or floats)."""
         from tsbench.load.verify import verify
 
         v = await verify(conn, df)
-        self.verify_rows.extend({"cell": c.id, **r} for r in v.tables)
-        self.verify_rows.extend({"cell": c.id, **r, "file": repr(r["file"]), "stored": repr(r["stored"])}
-                                for r in v.values)
+        self.verify_rows.extend({"cell": c.id, "trial": trial, **r} for r in v.tables)
+        self.verify_rows.extend({"cell": c.id, "trial": trial, **r, "file": repr(r["file"]),
+                                 "stored": repr(r["stored"])} for r in v.values)
         bad = [r for r in v.tables if r["difference"]]
         self.say(f"verify: {len(v.tables) - len(bad)}/{len(v.tables)} tables hold what the data file has; values: "
                  f"{sum(r['status'] == 'ok' for r in v.values):,} checks ok, {len(v.differing()) - len(bad):,} differ")
@@ -325,6 +336,8 @@ class Runner:
             raise UserError(f"verify: {v.summary()}")
 
     async def _queries(self, c: Cell, row: dict, df, conn, mon: ResourceMonitor) -> None:
+        """Draw the queries (once), then the execute trials on this database, each a measured pass."""
+        mon.labels["trial"] = 0
         mon.phase = "queries"
         ds, q, ex = df.dataset, c.queries, c.execute
         names = session.select_types(ds, q.types, q.families)
@@ -332,14 +345,20 @@ class Runner:
             return
         specs = session.draw(ds, names, q.count, q.seed, reference=lambda: self._reference(c, ds), say=self.say)
         ref = self._reference(c, ds) if "validate" in self.phases else None
-        mon.phase = "execute"
-        self.say(f"execute: {len(specs)} queries of {len(names)} types, {ex.workers} workers, {ex.cache} cache"
-                 + (", validated" if ref is not None else ""))
         opts = build(ExecOptions, dict(ex), validate=ref is not None, progress=not self.quiet)
-        er = await session.run_queries(conn, ds, specs, opts, ref)
-        if er.clients:
-            self.clients[f"{c.id}/execute"] = er.clients
-        self._record_queries(c, row, er, ref is not None)
+        for j in range(ex.repeat):
+            name = self._begin("execute", j, ex.repeat)
+            mon.labels["trial"] = j
+            mon.phase = "execute"
+            self.say(f"{name}: {len(specs)} queries of {len(names)} types, {ex.workers} workers, {ex.cache} cache"
+                     + (", validated" if ref is not None else ""))
+            er = await session.run_queries(conn, ds, specs, opts, ref)
+            if er.clients:
+                self.clients[f"{c.id}/execute"] = er.clients
+            failure = self._record_queries(c, row, er, ref is not None, j)
+            if failure:                         # the remaining trials are skipped
+                row.update(status="failed", reason=self._trial_ended(c, "failed", failure))
+                return
 
     def _reference(self, c: Cell, ds):
         """One reference per dataset, shared by the cells that query it: answers from the
@@ -349,26 +368,21 @@ class Runner:
             self._refs[name] = session.reference(ds, say=lambda m: self.say(f"reference for {name}: {m}"))
         return self._refs[name]
 
-    def _record_queries(self, c: Cell, row: dict, er: ExecResult, validated: bool) -> None:
+    def _record_queries(self, c: Cell, row: dict, er: ExecResult, validated: bool, trial: int) -> str | None:
+        """An execute trial's rows and figures; why it failed, else None."""
         t0 = min((r["start"] for r in er.records), default=0.0)
         for r in er.records:
-            self.query_rows.append({"cell": c.id, **r, "start": round(r["start"] - t0, 6)})
+            self.query_rows.append({"cell": c.id, "trial": trial, **r, "start": round(r["start"] - t0, 6)})
         row.update(query_columns(er))
-        bad = [v for v in er.validation if not v["ok"]]
-        errors = [r["error"] for r in er.records if r["status"] != "ok"]
+        failure = query_failure(er)
+        self._add_trial(c, "execute", query_columns(er), "failed" if failure else "ok", failure or "")
         self.say(f"executed {len(er.records)}: p50 {_ms(row['query_p50_ms'])}, p99 {_ms(row['query_p99_ms'])}, "
                  f"{row['query_errors']} errors"
                  + (f", {row['validated'] - row['mismatches']}/{row['validated']} equal to the reference "
                     f"({row['validated_nonempty']} non-empty; {row['executions_validated']} executions checked)"
                     if validated else "")
                  + (f", unsupported: {', '.join(er.unsupported)}" if er.unsupported else ""))
-        if errors:
-            row.update(status="failed", reason=f"{len(errors)} of {len(er.records)} queries failed; "
-                                               f"first: {errors[0]}")
-        elif bad:
-            row.update(status="failed", reason=f"{len(bad)} answers differ from the reference "
-                                               f"({row['executions_mismatched']} executions): "
-                                               + bad[0]["diff"].splitlines()[0])
+        return failure
 
     async def _ceiling(self, c: Cell, df) -> None:
         """The harness ceiling: the same file and batch size into the null target (no
@@ -387,8 +401,9 @@ class Runner:
         self.say(f"harness ceiling ({key}): {s['rows_per_s']:,.0f} rows/s")
 
     def _load_rows(self, c: Cell, res) -> None:
+        trial = self._trial[1]
         for t in res.timeline:
-            self.load_rows.append({"cell": c.id, **t})
+            self.load_rows.append({"cell": c.id, "trial": trial, **t})
         if res.clients:
             self.clients[c.id] = res.clients
 
@@ -398,7 +413,7 @@ class Runner:
 
         from tsbench import __version__
 
-        for name, rows in (("cells", self.cell_rows), ("load", self.load_rows), ("queries", self.query_rows),
+        for name, rows in (("cells", self.cell_rows), ("trials", self.trial_rows), ("load", self.load_rows), ("queries", self.query_rows),
                            ("resources", self.resource_rows), ("verify", self.verify_rows),
                            ("stream", self.stream_rows)):
             keys = sorted({k for r in rows for k in r}, key=lambda k: (k != "cell", k))

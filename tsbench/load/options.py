@@ -10,7 +10,7 @@ from pydantic import Field
 
 from tsbench.core.clusteraddress import ClusterAddress
 from tsbench.core import bounds
-from tsbench.core.options import Cli, PhaseOptions, Stalls
+from tsbench.core.options import Cli, PhaseOptions, Stalls, repeat_field
 from tsbench.databases.shared.backoff import BackoffRule
 
 
@@ -42,6 +42,8 @@ class LoadSettings(Batches):
         None, description="Spread the load over a Dask cluster, one client slot per worker, each over its share of "
                           "DATAFILE (a path every worker sees): local:N (N worker processes here, N <= 256) or "
                           "tcp://HOST:PORT (a running Dask scheduler).")
+    repeat: int = repeat_field("a load into an empty database (a fresh local server, or by URL the tables dropped "
+                               "and made again)")
 
 
 class LoadCommand(LoadSettings, Writes):

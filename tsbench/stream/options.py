@@ -12,7 +12,7 @@ from pydantic import Field, model_validator
 from tsbench.core.clusteraddress import ClusterAddress
 from tsbench.core import bounds
 from tsbench.core.errors import UserError
-from tsbench.core.options import Cli
+from tsbench.core.options import Cli, repeat_field
 from tsbench.load.options import Batches, Writes
 
 
@@ -58,6 +58,8 @@ class StreamSettings(Batches):
         None, description="Stream from a Dask cluster, one client slot per worker, each with --writers writers over "
                           "its group of the entities and its share of --rate: local:N (N <= 256) or tcp://HOST:PORT "
                           "(not with queries or freshness).")
+    repeat: int = repeat_field("a new stream into an empty database (a fresh local server, or by URL the tables "
+                               "dropped and made again)")
 
     @model_validator(mode="after")
     def _consistent(self):
