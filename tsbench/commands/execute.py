@@ -40,15 +40,17 @@ def execute(queries_file, target_name, server, load_file, options, server_option
 
     opts = build(ExecOptions, settings, progress=not quiet)
     opts.check()
-    res = run_queries(queries_file, target_name, server, load_file, options, server_options, opts, quiet)
-    finish_queries(res, json_out, quiet, table=True)
+    results = run_queries(queries_file, target_name, server, load_file, options, server_options, opts, quiet)
+    finish_queries(results, json_out, quiet, table=True, planned=opts.repeat)
 
 
 def run_queries(queries_file, target_name, server, load_file, options, server_options, opts, quiet):
+    """The ExecResult of each trial (--repeat: measured passes over the queries on one
+    database), in order; a failed trial's is the last (the rest are skipped)."""
     from tsbench import databases, queries
     from tsbench.core import aiorun
     from tsbench.data.dataset import resolve, spec_of
-    from tsbench.experiments import session
+    from tsbench.experiments import session, trials
 
     head, specs = queries.read_queries(queries_file)
     ds = resolve(spec_of(head["dataset"]))
@@ -66,12 +68,21 @@ def run_queries(queries_file, target_name, server, load_file, options, server_op
 
                 await session.load(c, df, LoadOptions(if_exists="drop", progress=not quiet,
                                                       stall_seconds=opts.stall_seconds))
-            return await session.run_queries(c, ds, specs, opts, ref)
+            out = []
 
-    res = aiorun.run(go())
+            async def one(k: int):
+                if out and trials.query_failure(out[-1]):       # a failed trial: the rest are skipped
+                    return
+                if opts.repeat > 1:
+                    say_unless(quiet, "tsbench")(trials.label("execute", k, opts.repeat))
+                out.append(await session.run_queries(c, ds, specs, opts, ref))
+            await trials.each("execute", opts.repeat, one)
+            return out
+
+    results = aiorun.run(go())
     if ref is not None:
         say_unless(quiet, "tsbench")(ref.note())
-    return res
+    return results
 
 
 def _float_rule(rel_tol: float) -> str:
@@ -90,10 +101,17 @@ def _datafile_for(load_file: str, ds, queries_file: str):
     return df
 
 
-def finish_queries(res, json_out, quiet, table: bool) -> None:
+def finish_queries(results, json_out, quiet, table: bool, planned: int = 1) -> None:
+    """Print (the table, mismatches) and write the last trial's results, each trial's main
+    figure beside them when there are several; a failed trial is one error line."""
+    from tsbench.experiments import trials
+
+    res = results[-1]
     summary = res.summary()
+    rows = [trials.execute_row(k, r) for k, r in enumerate(results)]
     if json_out:
-        write_json(json_out, {**summary, "records": res.records}, indent=1)
+        write_json(json_out, {**summary, "records": [{"trial": k, **rec} for k, r in enumerate(results)
+                                                     for rec in r.records], "trials": rows}, indent=1)
     bad = [v for v in res.validation if not v["ok"]]
     if not quiet:
         if table:
@@ -118,8 +136,12 @@ def finish_queries(res, json_out, quiet, table: bool) -> None:
                        f"the reference ({_float_rule(res.validation[0]['rel_tol'])}); "
                        f"{st['validated_nonempty']} non-empty; {st['executions_validated'] - st['executions_mismatched']}"
                        f"/{st['executions_validated']} executions", err=True)
+        if planned > 1:
+            click.echo(f"the last of {len(results)} trials (passes over the queries):", err=True)
+            click.echo("\n".join(trials.summary_lines(rows)), err=True)
     errors = sum(r["status"] == "error" for r in res.records)
     if bad or errors:
-        raise UserError(f"{len(bad)} answers differ from the reference, {errors} queries failed "
+        which = f"{trials.label('execute', len(results) - 1, planned)}: " if planned > 1 else ""
+        raise UserError(f"{which}{len(bad)} answers differ from the reference, {errors} queries failed "
                         f"({res.target}); first: " + (bad[0]["diff"].splitlines()[0] if bad else
                                                      next(r["error"] for r in res.records if r["error"])))

@@ -101,35 +101,47 @@ def _load_file(datafile, target_name, server, opts, topts, server_options, ports
 
 
 def _load_data(df, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet) -> None:
-    """Load a data file, or (GeneratedData) the shares the cluster's workers generate."""
+    """Load a data file, or (GeneratedData) the shares the cluster's workers generate;
+    --repeat N: N trials, each into an empty database (trials.py)."""
+    import dataclasses
+
     from tsbench.core import aiorun
-    from tsbench.experiments import session
+    from tsbench.experiments import session, trials
     from tsbench.load.run import LoadError
 
     reach = session.Reach(target_name, server, topts, key_values(server_options, "--server-option"),
                           port_numbers(ports), keep_server, stall_seconds=opts.stall_seconds)
+    rows: list[dict] = []
 
-    async def go():
-        async with session.open_target(reach, announce=not quiet) as c:
+    async def one(k: int):
+        last = k == opts.repeat - 1
+        trial_opts = dataclasses.replace(opts, if_exists=trials.if_exists(reach, k, opts.if_exists))
+        async with session.open_target(trials.fresh(reach, k, opts.repeat), announce=not quiet) as c:
             try:
-                res = await session.load(c, df, opts)
+                res = await session.load(c, df, trial_opts)
             except LoadError as exc:
+                rows.append(trials.trial_row("load", k, {}, "failed", str(exc)))
                 if json_out:
                     failed = exc.result.summary() if getattr(exc, "result", None) else \
                         {"status": "failed", "reason": str(exc)}
-                    write_json(json_out, {**failed, "data_file": df.path and str(df.path)})
+                    write_json(json_out, {**failed, "data_file": df.path and str(df.path), "trials": rows})
                 raise
+            rows.append(trials.trial_row("load", k, trials.load_columns(res)))
+            if not last:
+                if not quiet:
+                    click.echo(f"{trials.label('load', k, opts.repeat)}: {res.rate(res.rows):,.0f} rows/s", err=True)
+                return
             summary = res.summary()
             summary.update(data_file=df.path and str(df.path), shares=getattr(df, "shares", None),
                            format=df.format, server=server,
                            server_version=await session.server_version(c),
-                           workers=opts.workers, batch_size=opts.batch_size, processes=opts.processes)
+                           workers=opts.workers, batch_size=opts.batch_size, processes=opts.processes, trials=rows)
             if json_out:
                 write_json(json_out, summary)
             if not quiet:      # before the server stops
                 _print_load(summary, c.server if keep_server else None)
 
-    aiorun.run(go())
+    aiorun.run(trials.each("load", opts.repeat, one))
 
 
 def _spec_of(gen: str):
@@ -168,6 +180,11 @@ def _print_load(s: dict, srv) -> None:
         lines.append(f"  compacted in {s['compact_seconds']:.2f} s (untimed)")
     if s["disk"]:
         lines.append("  disk: " + ", ".join(f"{k} {n:,}" for k, n in s["disk"].items()))
+    if len(s["trials"]) > 1:
+        from tsbench.experiments.trials import summary_lines
+
+        lines.append(f"  the last of {len(s['trials'])} trials, each into an empty database:")
+        lines += summary_lines(s["trials"])
     if srv is not None and srv.state is not None:
         lines.append(f"  server left running: {srv.name} pid {srv.state.pid} at {srv.state.url}")
     click.echo("\n".join(lines), err=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from tsbench.commands.common import key_values, port_numbers, writable, write_json
+from tsbench.commands.common import key_values, port_numbers, say_unless, writable, write_json
 from tsbench.commands.fromodel import options_of
 from tsbench.core import secrets
 from tsbench.core.errors import UserError
@@ -46,10 +46,12 @@ def stream(target_name, server, options, server_options, ports, json_out, second
       python -m tsbench stream -t questdb --scale 100 --rate 100000 --duration 300 --queries q.jsonl \
           --query-rate 2 --freshness --metrics-port 9464
     """
+    import dataclasses
+
     from tsbench import databases
     from tsbench.core import aiorun
     from tsbench.data.dataset import resolve
-    from tsbench.experiments import session
+    from tsbench.experiments import session, trials
     from tsbench.stream.run import StreamError, StreamOptions
 
     cls = databases.target_class(target_name)
@@ -73,21 +75,30 @@ def stream(target_name, server, options, server_options, ports, json_out, second
     reach = session.Reach(target_name, server, topts, key_values(server_options, "--server-option"),
                           port_numbers(ports), keep_server, stall_seconds=opts.stall_seconds)
 
-    async def go():
-        async with session.open_target(reach, announce=not quiet) as c:
-            try:
-                res = await session.stream(c, ds, opts)
-            except StreamError as exc:
-                if json_out and getattr(exc, "result", None):
-                    write_json(json_out, exc.result.summary())
-                raise
-            return res.summary() | {"server_version": await session.server_version(c)}, res
+    rows, results, summary = [], [], {}
 
-    summary, res = aiorun.run(go())
+    async def one(k: int):                   # a trial (--repeat): a new stream into an empty database
+        trial_opts = dataclasses.replace(opts, if_exists=trials.if_exists(reach, k, opts.if_exists))
+        async with session.open_target(trials.fresh(reach, k, opts.repeat), announce=not quiet) as c:
+            try:
+                res = await session.stream(c, ds, trial_opts)
+            except StreamError as exc:
+                rows.append(trials.trial_row("stream", k, {}, "failed", str(exc)))
+                if json_out and getattr(exc, "result", None):
+                    write_json(json_out, exc.result.summary() | {"trials": rows})
+                raise
+            rows.append(trials.trial_row("stream", k, trials.stream_columns(ds, res)))
+            results.append(res)
+            if k < opts.repeat - 1:
+                say_unless(quiet, "tsbench")(f"{trials.label('stream', k, opts.repeat)}: "
+                                             f"{res.summary()['rows_per_s'] or 0:,.0f} rows/s")
+            summary.update(res.summary(), server_version=await session.server_version(c), trials=rows)
+
+    aiorun.run(trials.each("stream", opts.repeat, one))
     if json_out:
         write_json(json_out, summary)
     if seconds_out:
-        _write_seconds(seconds_out, res)
+        _write_seconds(seconds_out, results)
     if not quiet:
         _print_stream(summary, opts)
 
@@ -130,14 +141,14 @@ def _stream_spec(data: dict):
     return DatasetSpec(**{**data, "params": key_values(data["params"])})
 
 
-def _write_seconds(path: str, res) -> None:
-    """The per-second table (StreamResult.seconds_rows) as parquet."""
+def _write_seconds(path: str, results: list) -> None:
+    """The per-second table (StreamResult.seconds_rows) of each trial as parquet, with its trial."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from tsbench.core.outfile import OutputFile
 
-    rows = res.seconds_rows()
+    rows = [{"trial": k, **r} for k, res in enumerate(results) for r in res.seconds_rows()]
     names = list(dict.fromkeys(k for r in rows for k in r))          # every column, each row's missing ones null
     rows = [{k: r.get(k) for k in names} for r in rows]
     with OutputFile(path, "--seconds") as f:      # a file object: pyarrow removes a path it failed to write
@@ -145,6 +156,8 @@ def _write_seconds(path: str, res) -> None:
 
 
 def _print_stream(s: dict, opts) -> None:
+    from tsbench.experiments.trials import summary_lines
+
     lat = s["latency_ms"]
     mode = f"open loop at {opts.rate:,.0f} rows/s" if opts.rate else (
         f"closed loop, delay adapted to a {opts.target_latency:g} s latency" if opts.target_latency else
@@ -176,6 +189,9 @@ def _print_stream(s: dict, opts) -> None:
                      f"{f['unseen']} unseen within {f['bound_s']:g} s" + (f"; {f['note']}" if f["note"] else ""))
     if s["report_note"]:
         lines.append(f"  {s['report_note']}")
+    if len(s["trials"]) > 1:
+        lines.append(f"  the last of {len(s['trials'])} trials, each a new stream into an empty database:")
+        lines += summary_lines(s["trials"])
     for c in s["client_slots"]:
         lines.append(f"  client slot {c['slot']} on {c['worker']} ({c['host']}): {c['writers']} writers, "
                      f"{c['rows']:,} rows in {c['seconds']:.2f} s, CPU {c['cpu_seconds']:.2f} s, "

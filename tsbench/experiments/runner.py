@@ -39,7 +39,7 @@ from tsbench.execute.run import ExecOptions, ExecResult
 from tsbench.experiments import session, stats
 from tsbench.experiments.experiment import Cell, Experiment, cells, describe_cell
 from tsbench.experiments.monitor import ResourceMonitor
-from tsbench.experiments.trials import label, load_columns, query_columns, query_failure, stream_columns, trial_row
+from tsbench.experiments.trials import execute_row, label, load_columns, query_columns, stream_columns, trial_row
 from tsbench.load.run import LoadError, LoadOptions
 
 
@@ -374,8 +374,8 @@ class Runner:
         for r in er.records:
             self.query_rows.append({"cell": c.id, "trial": trial, **r, "start": round(r["start"] - t0, 6)})
         row.update(query_columns(er))
-        failure = query_failure(er)
-        self._add_trial(c, "execute", query_columns(er), "failed" if failure else "ok", failure or "")
+        self.trial_rows.append({"cell": c.id, **execute_row(trial, er)})
+        failure = self.trial_rows[-1]["reason"] or None
         self.say(f"executed {len(er.records)}: p50 {_ms(row['query_p50_ms'])}, p99 {_ms(row['query_p99_ms'])}, "
                  f"{row['query_errors']} errors"
                  + (f", {row['validated'] - row['mismatches']}/{row['validated']} equal to the reference "

@@ -14,7 +14,7 @@ import json
 import statistics
 
 # each phase's main figure: (column, unit), the one the commands print per trial
-MAIN = {"load": ("rows_per_s", "rows/s"), "stream": ("rows_per_s", "rows/s"), "execute": ("query_p50_ms", "ms")}
+MAIN = {"load": ("rows_per_s", "rows/s"), "stream": ("rows_per_s", "rows/s"), "execute": ("query_p50_ms", "ms p50")}
 
 
 def label(phase: str, trial: int, n: int) -> str:
@@ -28,10 +28,26 @@ def fresh(reach, trial: int, n: int):
     return dataclasses.replace(reach, keep_server=reach.keep_server and trial == n - 1)
 
 
-def if_exists(trial: int, given: str) -> str:
-    """A write trial's if_exists: the given one first, then drop (by URL, the tables the
-    trial before left; a fresh local server has none)."""
-    return given if trial == 0 else "drop"
+def if_exists(reach, trial: int, given: str) -> str:
+    """A write trial's if_exists: the given one, but by URL after the first trial drop (the
+    tables the trial before left; a fresh local server has none)."""
+    from tsbench.databases import is_local
+
+    return given if trial == 0 or is_local(reach.server) else "drop"
+
+
+async def each(phase: str, n: int, one) -> None:
+    """A command's trials: await one(trial) for each in turn; an error stops them, its
+    line naming the trial when there are several (the runner names it in the cell's reason)."""
+    from tsbench.core.errors import UserError
+
+    for k in range(n):
+        try:
+            await one(k)
+        except UserError as exc:
+            if n == 1:
+                raise
+            raise UserError(f"{label(phase, k, n)}: {exc}") from exc
 
 
 def trial_row(phase: str, trial: int, figures: dict, status: str = "ok", reason: str = "") -> dict:
@@ -39,19 +55,24 @@ def trial_row(phase: str, trial: int, figures: dict, status: str = "ok", reason:
     return {"phase": phase, "trial": trial, **figures, "status": status, "reason": reason}
 
 
+def execute_row(trial: int, er) -> dict:
+    """An execute trial's row (an ExecResult): failed when a query failed or an answer differs."""
+    why = query_failure(er)
+    return trial_row("execute", trial, query_columns(er), "failed" if why else "ok", why or "")
+
+
 def summary_lines(rows: list[dict]) -> list[str]:
     """Each trial's main figure and, over the ok trials, the median: what the commands
     print after the last trial's summary when there is more than one."""
     phase = rows[0]["phase"]
     col, unit = MAIN[phase]
-    fmt = "{:,.2f}" if unit == "ms" else "{:,.0f}"
+    fmt = "{:,.2f}" if unit.startswith("ms") else "{:,.0f}"
     lines = [f"  {label(phase, r['trial'], len(rows))}: "
              + (f"{fmt.format(r[col])} {unit}" if r.get(col) is not None else "-")
              + ("" if r["status"] == "ok" else f" ({r['status']}: {r['reason']})") for r in rows]
     got = [r[col] for r in rows if r["status"] == "ok" and r.get(col) is not None]
     if got:
-        lines.append(f"  median over {len(got)} trials: {fmt.format(statistics.median(got))} {unit} "
-                     f"({col.removesuffix('_ms').removesuffix('_per_s').replace('_', ' ')})")
+        lines.append(f"  median over {len(got)} trials: {fmt.format(statistics.median(got))} {unit}")
     return lines
 
 

@@ -1,0 +1,66 @@
+"""--repeat N on the load and execute commands (issue 38, trials), on in-process DuckDB: N
+load trials, each into an empty database (with the default --if-exists abort, a trial
+finding the last one's table would fail), or N measured passes over the same queries;
+the summary prints each trial's main figure and the median, --json has a `trials` list."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+
+import pytest
+
+from tsbench.commands import cli
+
+END = "2016-01-01T00:10:00Z"
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    from tsbench import queries
+    from tsbench.data.dataset import DatasetSpec, resolve
+    from tsbench.data.generate import generate
+
+    d = tmp_path_factory.mktemp("repeat")
+    ds = resolve(DatasetSpec(use_case="cpu-only", scale=2, end=END))
+    generate(ds, "csv", str(d / "data.csv"), show_progress=False)
+    queries.write_queries(d / "q.jsonl", ds, 2, queries.generate(ds, ["lastpoint", "single-groupby-1-1-1"], 2, 1))
+    return d
+
+
+def _main(capsys, *argv: str) -> str:
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as ei:
+        cli.main(list(argv))
+    err = capsys.readouterr().err
+    assert ei.value.code in (0, None), err
+    return err
+
+
+def test_load_repeat_loads_each_trial_into_an_empty_database(capsys, files, tmp_path):
+    err = _main(capsys, "load", str(files / "data.csv"), "-t", "duckdb", "--repeat", "2",
+                "--json", str(tmp_path / "s.json"))
+    s = json.loads((tmp_path / "s.json").read_text())
+    trials = s["trials"]
+    assert [(t["phase"], t["trial"], t["status"]) for t in trials] == [("load", 0, "ok"), ("load", 1, "ok")]
+    assert all(t["verified"] and t["counted"] == t["expected"] == 120 for t in trials)     # not 240
+    assert s["rows_per_s"] == trials[-1]["rows_per_s"]          # the summary is the last trial's
+    for t in trials:
+        assert re.search(rf"^  load trial {t['trial'] + 1}/2: {t['rows_per_s']:,.0f} rows/s$", err, re.M), err
+    median = statistics.median(t["rows_per_s"] for t in trials)
+    assert f"  median over 2 trials: {median:,.0f} rows/s" in err
+
+
+def test_execute_repeat_is_that_many_measured_passes(capsys, files, tmp_path):
+    err = _main(capsys, "execute", str(files / "q.jsonl"), "-t", "duckdb", "--load", str(files / "data.csv"),
+                "--repeat", "2", "--json", str(tmp_path / "e.json"))
+    s = json.loads((tmp_path / "e.json").read_text())
+    trials = s["trials"]
+    assert [(t["phase"], t["trial"], t["status"], t["queries_run"]) for t in trials] == \
+        [("execute", 0, "ok", 4), ("execute", 1, "ok", 4)]
+    assert all(t["validated"] == 4 and 0 < t["query_p50_ms"] <= t["query_p90_ms"] for t in trials)
+    assert [sum(r["trial"] == k for r in s["records"]) for k in (0, 1)] == [4, 4]
+    assert re.search(r"^  execute trial 2/2: [\d.]+ ms p50$", err, re.M), err
+    median = statistics.median(t["query_p50_ms"] for t in trials)
+    assert f"  median over 2 trials: {median:,.2f} ms p50" in err
