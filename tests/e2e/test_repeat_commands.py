@@ -1,7 +1,8 @@
-"""--repeat N on the load and execute commands (issue 38, trials), on in-process DuckDB: N
-load trials, each into an empty database (with the default --if-exists abort, a trial
-finding the last one's table would fail), or N measured passes over the same queries;
-the summary prints each trial's main figure and the median, --json has a `trials` list."""
+"""--repeat N on the load, execute and stream commands (issue 38, trials), on in-process
+DuckDB: N load trials, each into an empty database (with the default --if-exists abort, a
+trial finding the last one's table would fail), N measured passes over the same queries, or
+N new streams; the summary prints each trial's main figure and the median, --json has a
+`trials` list."""
 
 from __future__ import annotations
 
@@ -64,3 +65,15 @@ def test_execute_repeat_is_that_many_measured_passes(capsys, files, tmp_path):
     assert re.search(r"^  execute trial 2/2: [\d.]+ ms p50$", err, re.M), err
     median = statistics.median(t["query_p50_ms"] for t in trials)
     assert f"  median over 2 trials: {median:,.2f} ms p50" in err
+
+
+def test_stream_repeat_is_that_many_new_streams(capsys, tmp_path):
+    import pyarrow.parquet as pq
+
+    err = _main(capsys, "stream", "-t", "duckdb", "-u", "cpu-only", "--scale", "2", "--points-per-series", "20",
+                "--repeat", "2", "--json", str(tmp_path / "s.json"), "--seconds", str(tmp_path / "s.parquet"))
+    trials = json.loads((tmp_path / "s.json").read_text())["trials"]
+    assert [(t["phase"], t["trial"], t["status"]) for t in trials] == [("stream", 0, "ok"), ("stream", 1, "ok")]
+    assert all(t["verified"] and t["counted"] == t["expected"] == 2 * 20 for t in trials)     # each one stream's
+    assert {r["trial"] for r in pq.read_table(tmp_path / "s.parquet").to_pylist()} == {0, 1}
+    assert "  median over 2 trials: " in err

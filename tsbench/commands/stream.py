@@ -46,13 +46,10 @@ def stream(target_name, server, options, server_options, ports, json_out, second
       python -m tsbench stream -t questdb --scale 100 --rate 100000 --duration 300 --queries q.jsonl \
           --query-rate 2 --freshness --metrics-port 9464
     """
-    import dataclasses
-
     from tsbench import databases
-    from tsbench.core import aiorun
     from tsbench.data.dataset import resolve
-    from tsbench.experiments import session, trials
-    from tsbench.stream.run import StreamError, StreamOptions
+    from tsbench.experiments import session
+    from tsbench.stream.run import StreamOptions
 
     cls = databases.target_class(target_name)
     data = {k: settings.pop(k) for k in DatasetSettings.model_fields if k in settings}      # the dataset's
@@ -74,10 +71,27 @@ def stream(target_name, server, options, server_options, ports, json_out, second
     _check_probe(cls, ds, opts.freshness)
     reach = session.Reach(target_name, server, topts, key_values(server_options, "--server-option"),
                           port_numbers(ports), keep_server, stall_seconds=opts.stall_seconds)
+    summary, results = _stream_trials(reach, ds, opts, json_out, quiet)
+    if json_out:
+        write_json(json_out, summary)
+    if seconds_out:
+        _write_seconds(seconds_out, results)
+    if not quiet:
+        _print_stream(summary, opts)
+
+
+def _stream_trials(reach, ds, opts, json_out, quiet) -> tuple[dict, list]:
+    """--repeat N streams, each a new stream into an empty database (trials.py): the last
+    one's summary with every trial's row (trials), and each StreamResult."""
+    import dataclasses
+
+    from tsbench.core import aiorun
+    from tsbench.experiments import session, trials
+    from tsbench.stream.run import StreamError
 
     rows, results, summary = [], [], {}
 
-    async def one(k: int):                   # a trial (--repeat): a new stream into an empty database
+    async def one(k: int):
         trial_opts = dataclasses.replace(opts, if_exists=trials.if_exists(reach, k, opts.if_exists))
         async with session.open_target(trials.fresh(reach, k, opts.repeat), announce=not quiet) as c:
             try:
@@ -95,12 +109,7 @@ def stream(target_name, server, options, server_options, ports, json_out, second
             summary.update(res.summary(), server_version=await session.server_version(c), trials=rows)
 
     aiorun.run(trials.each("stream", opts.repeat, one))
-    if json_out:
-        write_json(json_out, summary)
-    if seconds_out:
-        _write_seconds(seconds_out, results)
-    if not quiet:
-        _print_stream(summary, opts)
+    return summary, results
 
 
 def _ratio(ratio: str | None, query_rate: float | None) -> tuple[int, int] | None:
