@@ -77,3 +77,19 @@ def test_stream_repeat_is_that_many_new_streams(capsys, tmp_path):
     assert all(t["verified"] and t["counted"] == t["expected"] == 2 * 20 for t in trials)     # each one stream's
     assert {r["trial"] for r in pq.read_table(tmp_path / "s.parquet").to_pylist()} == {0, 1}
     assert "  median over 2 trials: " in err
+
+
+def test_load_repeat_by_url_drops_what_the_trial_before_loaded(capsys, files, tmp_path):
+    """By URL (a DuckDB file) nothing starts anew: the second trial drops the first one's
+    table (with --if-exists abort given, which the first trial keeps)."""
+    from conftest import target_url
+
+    with target_url("duckdb") as url:
+        _main(capsys, "load", str(files / "data.csv"), "-t", "duckdb", "-s", url, "--repeat", "2", "-q",
+              "--json", str(tmp_path / "s.json"))
+        trials = json.loads((tmp_path / "s.json").read_text())["trials"]
+        assert [(t["trial"], t["status"], t["counted"]) for t in trials] == [(0, "ok", 120), (1, "ok", 120)]
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as ei:         # the first trial keeps the --if-exists given
+            cli.main(["load", str(files / "data.csv"), "-t", "duckdb", "-s", url, "--repeat", "2", "-q"])
+        assert ei.value.code == 2 and "already exists and holds data" in capsys.readouterr().err
