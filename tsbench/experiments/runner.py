@@ -122,7 +122,9 @@ class Runner:
         with signals.as_interrupt() as caught:
             try:
                 for c in all_cells:
-                    self.say(f"[{c.id + 1}/{len(all_cells)}] {describe_cell(c)}")
+                    several = ", ".join(f"{n} {ph}" for ph, n in self._planned(c).items() if n > 1)
+                    self.say(f"[{c.id + 1}/{len(all_cells)}] {describe_cell(c)}"
+                             + (f"; trials: {several}" if several else ""))
                     self._run_cell(c, caught)
                     self._write()
             except KeyboardInterrupt:
