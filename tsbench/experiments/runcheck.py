@@ -24,6 +24,7 @@ MUST = {
     "load": {"cell": "num", "t": "num"},
     "resources": {"cell": "num", "role": "text", "elapsed_s": "num", "cpu_percent": "num", "pss_bytes": "num"},
     "stream": {"cell": "num", "op": "text", "second": "num", "rows": "num"},
+    "trials": {"cell": "num", "phase": "text", "trial": "num"},
 }
 # columns the report reads when they are there
 MAY = {
