@@ -74,3 +74,17 @@ def test_a_failed_trial_is_left_out_when_an_ok_one_is_there():
     trials = _load(100, 100, 100) + [{"cell": 0, "phase": "load", "trial": 3, "status": "failed", "rows_per_s": 5}]
     got = cell_columns(trials, [])
     assert got["rows_per_s"] == 100 and got["rows_per_s_ci_high"] == 100 and got["noisy"] == ""
+
+
+def test_the_summary_shows_each_median_with_its_interval_and_marks_the_noisy(tmp_path):
+    from tsbench.experiments.report import text_summary
+
+    from runfolders import write_run
+
+    lines = text_summary(write_run(tmp_path / "run", 1, spread=0.3)).splitlines()
+    cell0 = lines[1].split()
+    assert cell0[:4] == ["0", "a", "workers=1", "ok"]
+    assert cell0[4:8] == ["110,368", "+-76%*", "1,103,675", "+-76%*"]        # rows/s, values/s: noisy
+    assert cell0[8:11] == ["5.0", "4.12", "+-1%"]                             # disk MB (no PSS), p50: steady
+    assert lines[2].strip().startswith("noisy: rows_per_s: 3 trials, CV 67%, interval -76%/+40%, trial 1 is 76% below")
+    assert lines[-1] == "* noisy: its 95% interval reaches further than 10% of the median from it"

@@ -1,0 +1,36 @@
+"""`python -m tsbench compare` as a user runs it (issue 38, item 3): on two synthetic run
+folders whose queries take twice as long in the second, the text table names them slower
+and ends with the count of verdicts, --fail-on slower exits 1; a run of another dataset
+is refused in one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import run_cli
+from runfolders import CELLS, TYPES, write_run
+
+LATENCY_ROWS = len(CELLS) * 4 * (len(TYPES) + 1)     # four latency figures a query type and for all
+PER_TRIAL_ROWS = len(CELLS) * 5
+
+
+def test_compare_in_a_process(tmp_path):
+    base, slow = write_run(tmp_path / "base", 1), write_run(tmp_path / "slow", 2, slow=2.0)
+    p = run_cli("compare", str(base), str(slow), "--fail-on", "slower", "--json", str(tmp_path / "c.json"),
+                check=False)
+    out = p.stdout.decode().splitlines()
+    assert p.returncode == 1, p.stderr.decode()
+    assert out[:2] == [f"BASE  {base}", f"OTHER {slow}"]
+    assert out[3].split() == ["target", "settings", "figure", "type", "base", "other", "ratio", "[95%", "CI]",
+                              "p", "verdict"]
+    slower = [ln for ln in out if ln.endswith(" slower")]
+    assert len(slower) == LATENCY_ROWS + len(CELLS)                   # every latency figure, and qps
+    assert out[-1] == (f"{LATENCY_ROWS + PER_TRIAL_ROWS} figures: {PER_TRIAL_ROWS - len(CELLS)} no difference, "
+                       f"{LATENCY_ROWS + len(CELLS)} slower, 0 faster")
+    assert json.loads((tmp_path / "c.json").read_text())["comparisons"][0]["counts"]["slower"] == len(slower)
+
+    other = write_run(tmp_path / "other", 3, datasets={"d": {"spec": {"scale": 99}, "sha256": "cd" * 32}})
+    p = run_cli("compare", str(base), str(other), check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 2 and p.stdout == b"" and err.count("\n") == 1, err
+    assert err.startswith(f"tsbench: error: {other} is not comparable with {base}: dataset d: spec"), err
