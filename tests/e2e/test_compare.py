@@ -34,3 +34,25 @@ def test_compare_in_a_process(tmp_path):
     err = p.stderr.decode()
     assert p.returncode == 2 and p.stdout == b"" and err.count("\n") == 1, err
     assert err.startswith(f"tsbench: error: {other} is not comparable with {base}: dataset d: spec"), err
+
+
+def test_a_real_run_compared_with_itself_is_no_difference_and_names_its_c_build(tmp_path, capsys):
+    from tsbench.data.native import build_id
+    from tsbench.experiments.experiment import load_experiment
+    from tsbench.experiments.runner import Runner
+
+    from conftest import call
+
+    (tmp_path / "exp.yaml").write_text("name: cmp\ndatasets:\n  d: {scale: 1, end: \"2016-01-01T00:10:00Z\"}\n"
+                                       "targets:\n  a: {target: duckdb}\nphases: [generate, load, queries, execute]\n"
+                                       "queries: {types: [max-cpu-1, lastpoint], count: 3}\n")
+    run = Runner(load_experiment(str(tmp_path / "exp.yaml")), tmp_path / "results", quiet=True).run()
+    assert json.loads((run / "manifest.json").read_text())["c_core"] == build_id()
+    capsys.readouterr()
+    code, _ = call(capsys, "compare", str(run), str(run), "--json", str(tmp_path / "c.json"))
+    rows = json.loads((tmp_path / "c.json").read_text())["comparisons"][0]["rows"]
+    assert code == 0
+    assert {r["type"] for r in rows} == {"", "max-cpu-1", "lastpoint", "all"}
+    assert {r["verdict"] for r in rows if r["type"]} == {"no difference"}                 # latencies: tested
+    assert {r["verdict"] for r in rows if not r["type"]} == {"too few trials"}           # one trial a figure
+    assert all(r["ratio"] == 1 for r in rows)

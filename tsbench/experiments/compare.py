@@ -155,8 +155,8 @@ def run_cells(frames: dict) -> dict[tuple[str, str], RunCell]:
         mine = trials[trials["cell"] == c["cell"]].to_dict("records") if trials is not None and not trials.empty \
             else _one_trial(c)
         q = queries[(queries["cell"] == c["cell"]) & (queries["status"] == "ok")] if not queries.empty else queries
-        out[key] = RunCell(int(c["cell"]), key[0], key[1], str(c["status"]), str(c.get("reason") or ""),
-                           _busy(c), mine, _latencies(q))
+        reason = c.get("reason") if isinstance(c.get("reason"), str) else ""
+        out[key] = RunCell(int(c["cell"]), key[0], key[1], str(c["status"]), reason, _busy(c), mine, _latencies(q))
     return out
 
 
