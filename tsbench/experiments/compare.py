@@ -24,7 +24,7 @@ import numpy as np
 
 from tsbench.core.errors import UserError
 from tsbench.experiments.comparable import differences
-from tsbench.experiments.stats import FIGURES, LATENCY, MIN_TRIALS, bootstrap, trial_values
+from tsbench.experiments.stats import FIGURES, LATENCY, MIN_TRIALS, bootstrap, latency_figures, trial_values
 
 ALPHA = 0.05
 THRESHOLD_PCT = 10.0          # default: a difference under 10% is no difference (as the noisy rule's +-10%)
@@ -225,7 +225,7 @@ def latency_rows(bc: RunCell, oc: RunCell) -> list[Row]:
         b, o = bc.latencies[ty], oc.latencies[ty]
         if len(b) < 2 or len(o) < 2:
             continue
-        bs, os_ = _latency_figures(b), _latency_figures(o)
+        bs, os_ = latency_figures(b), latency_figures(o)
         if not np.all(bs > 0):
             continue                           # no ratio
         ci = bootstrap((b, o), _latency_ratios).confidence_interval
@@ -236,17 +236,9 @@ def latency_rows(bc: RunCell, oc: RunCell) -> list[Row]:
     return rows
 
 
-_PERCENTILES = [p for p in LATENCY.values() if p != "mean"]
-
-
-def _latency_figures(x, axis=-1):
-    """The LATENCY figures of latencies x (ms) in LATENCY's order: percentiles, then the mean."""
-    return np.concatenate([np.percentile(x, _PERCENTILES, axis=axis), np.mean(x, axis=axis)[None]])
-
-
 def _latency_ratios(b, o, axis=-1):
     with np.errstate(divide="ignore", invalid="ignore"):
-        return _latency_figures(o, axis) / _latency_figures(b, axis)
+        return latency_figures(o, axis) / latency_figures(b, axis)
 
 
 def holm(rows: list[Row]) -> None:

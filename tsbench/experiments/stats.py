@@ -48,12 +48,12 @@ def cell_columns(trials: list[dict], queries: list[dict]) -> dict:
     under two), `noisy` (the noisy figures, comma-separated) and `noisy_reason`."""
     out: dict = {}
     noisy: list[Estimate] = []
-    latencies = ok_latencies_ms(queries)
+    over_queries = QueryIntervals(ok_latencies_ms(queries))
     for fig in FIGURES:
         got = trial_values(trials, fig)
         if not got:
             continue
-        est = estimate(fig, got, latencies)
+        est = estimate(fig, got, over_queries)
         out.update({fig: est.median, f"{fig}_ci_low": est.low, f"{fig}_ci_high": est.high, f"{fig}_cv": est.cv})
         if est.noisy:
             noisy.append(est)
@@ -77,12 +77,31 @@ def ok_latencies_ms(queries: list[dict]) -> np.ndarray:
                      if q.get("status") == "ok" and _number(q.get("latency"))], dtype=float)
 
 
-def latency_statistic(fig: str):
-    """The vectorized statistic (sample, axis) of a latency figure: its percentile, or the mean."""
-    which = LATENCY[fig]
-    if which == "mean":
-        return lambda x, axis=-1: np.mean(x, axis=axis)
-    return lambda x, axis=-1: np.percentile(x, which, axis=axis)
+_PERCENTILES = [p for p in LATENCY.values() if p != "mean"]
+
+
+def latency_figures(x, axis=-1):
+    """The LATENCY figures of latencies x (ms) in LATENCY's order, vectorized along axis:
+    the percentiles (numpy's linear, as execute computes them), then the mean."""
+    return np.concatenate([np.percentile(x, _PERCENTILES, axis=axis), np.mean(x, axis=axis)[None]])
+
+
+class QueryIntervals:
+    """The intervals of the latency figures over a cell's ok latencies (ms): one bootstrap
+    for the four, made when first asked for."""
+
+    def __init__(self, latencies_ms: np.ndarray):
+        self.latencies_ms = latencies_ms
+        self._ci = None
+
+    def __len__(self) -> int:
+        return len(self.latencies_ms)
+
+    def of(self, fig: str) -> tuple[float, float]:
+        if self._ci is None:
+            self._ci = bootstrap((self.latencies_ms,), latency_figures).confidence_interval
+        i = list(LATENCY).index(fig)
+        return float(self._ci.low[i]), float(self._ci.high[i])
 
 
 def bootstrap(samples: tuple, statistic):
@@ -128,16 +147,15 @@ class Estimate:
                 f"{'below' if off < 0 else 'above'} the median")
 
 
-def estimate(fig: str, values: list[tuple[int, float]], latencies_ms: np.ndarray) -> Estimate:
-    """fig's Estimate from its (trial, value) pairs and the cell's ok latencies (ms)."""
+def estimate(fig: str, values: list[tuple[int, float]], over_queries: QueryIntervals) -> Estimate:
+    """fig's Estimate from its (trial, value) pairs and the intervals over the cell's queries."""
     x = np.array([v for _, v in values], dtype=float)
     est = Estimate(fig, float(np.median(x)), values, cv=coefficient_of_variation(x))
     if len(x) >= MIN_TRIALS:
         ci = bootstrap((x,), lambda s, axis=-1: np.median(s, axis=axis)).confidence_interval
         est.low, est.high = float(ci.low), float(ci.high)
-    elif fig in LATENCY and len(latencies_ms) >= 2:
-        ci = bootstrap((latencies_ms,), latency_statistic(fig)).confidence_interval
-        est.low, est.high, est.queries = float(ci.low), float(ci.high), len(latencies_ms)
+    elif fig in LATENCY and len(over_queries) >= 2:
+        (est.low, est.high), est.queries = over_queries.of(fig), len(over_queries)
     return est
 
 
