@@ -68,7 +68,7 @@ def trial_values(trials: list[dict], fig: str) -> list[tuple[int, float]]:
     phases = FIGURES[fig][0]
     rows = [t for t in trials if t.get("phase") in phases and _number(t.get(fig))]
     ok = [t for t in rows if t.get("status", "ok") == "ok"]
-    return [(int(t.get("trial") or 0), float(t[fig])) for t in (ok or rows)]
+    return [(int(t["trial"]) if _number(t.get("trial")) else 0, float(t[fig])) for t in (ok or rows)]
 
 
 def ok_latencies_ms(queries: list[dict]) -> np.ndarray:
