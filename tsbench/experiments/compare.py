@@ -86,15 +86,15 @@ def compare_runs(base: str, others: list[str], threshold_pct: float = THRESHOLD_
     from tsbench.experiments.report import read_run
 
     b_frames, b_manifest = read_run(base)
-    out = []
-    for other in others:
+    read = []
+    for other in others:                   # every run read and checked before any is compared
         o_frames, o_manifest = read_run(other)
         diffs = differences(b_manifest, o_manifest)
         if diffs and not allow_different:
             raise UserError(f"{other} is not comparable with {base}: {'; '.join(diffs)} "
                             "(--allow-different compares them anyway)")
-        out.append(compare_frames(base, b_frames, other, o_frames, threshold_pct, diffs))
-    return out
+        read.append((other, o_frames, diffs))
+    return [compare_frames(base, b_frames, other, o_frames, threshold_pct, diffs) for other, o_frames, diffs in read]
 
 
 def compare_frames(base: str, b_frames: dict, other: str, o_frames: dict, threshold_pct: float,
