@@ -88,3 +88,15 @@ def test_the_summary_shows_each_median_with_its_interval_and_marks_the_noisy(tmp
     assert cell0[8:11] == ["5.0", "4.12", "+-1%"]                             # disk MB (no PSS), p50: steady
     assert lines[2].strip().startswith("noisy: rows_per_s: 3 trials, CV 67%, interval -76%/+40%, trial 1 is 76% below")
     assert lines[-1] == "* noisy: its 95% interval reaches further than 10% of the median from it"
+
+
+def test_every_column_of_the_statistics_is_named_on_the_results_page():
+    from resultsdoc import _named, sections
+
+    trials = _load(1, 2, 3) + [{"cell": 0, "phase": "execute", "trial": 0, "status": "ok", "qps": 1.0,
+                                **{f: 1.0 for f in ("query_p50_ms", "query_p90_ms", "query_p99_ms", "query_mean_ms")}}]
+    trials[0].update(values_per_s=1.0, mb_per_s=1.0, client_cpu_s=1.0, server_cpu_s=1.0)
+    columns = cell_columns(trials, _queries([0.1, 0.2]))
+    assert len(columns) == 11 * 4 + 2
+    cells = sections()["cells"]
+    assert [c for c in columns if not _named(c, cells)] == []
