@@ -37,6 +37,7 @@ COMMANDS = {
     "validate": ([], EXEC_OWN),
     "run": ([RunCommand], {"experiment_file", "quiet"}),
     "report": ([], {"run_dir", "output"}),
+    "compare": ([], {"base", "others", "threshold", "fail_on", "allow_different", "json_out", "markdown_out"}),
     "targets": ([], set()),
     "schema": ([], set()),
     "servers install": ([], {"kinds", "all_", "server_options"}),

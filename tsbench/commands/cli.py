@@ -18,7 +18,8 @@ COMMANDS = {"generate": ("generate", "generate"), "load": ("load", "load"), "str
             "queries": ("queries", "queries_cmd"), "execute": ("execute", "execute"),
             "validate": ("validate", "validate"), "run": ("run", "run"), "report": ("report", "report"),
             "targets": ("targets", "targets_cmd"), "schema": ("schema", "schema"),
-            "servers": ("servers", "servers_cmd"), "verify": ("verify", "verify_cmd")}
+            "servers": ("servers", "servers_cmd"), "verify": ("verify", "verify_cmd"),
+            "compare": ("compare", "compare")}
 
 
 class _PipeBroken(Exception):

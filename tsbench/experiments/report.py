@@ -32,7 +32,7 @@ def read_run(run_dir: str | pathlib.Path) -> tuple[dict, dict]:
         raise UserError(f"{d}: not a run folder (no manifest.json; runs are in results/<experiment>/<run-id>/)")
     manifest = secrets.mask_deep(_manifest(d / "manifest.json"))
     frames = {}
-    for name in TABLES:
+    for name in TABLES + ("trials",):      # trials: a run before issue 38 has none (it is one trial)
         p = d / f"{name}.parquet"
         frames[name] = _masked(_parquet(p)) if p.is_file() else pd.DataFrame()
     check_tables(d, frames)             # no cells, no queries where queries ran, or not tsbench's tables: an error
@@ -486,14 +486,15 @@ def render(run_dir: str | pathlib.Path) -> str:
 
 
 def text_summary(run_dir: str | pathlib.Path) -> str:
-    """The cells as a plain-text table (printed after `run` and by `report`); PSS is the
-    server's peak."""
+    """The cells as a plain-text table (printed after `run` and by `report`): each figure the
+    median over trials with its 95% interval as +-% of it (the wider side), * where noisy
+    (the reasons under the cell); PSS is the server's peak."""
     frames, _ = read_run(run_dir)
     cells = frames["cells"]
     sw = max([8] + [len(_settings(c)) for c in cells.itertuples()])
     tw = max([6] + [len(str(c.target_name)) for c in cells.itertuples()])
-    head = f"{'cell':>4} {'target':<{tw}} {'settings':<{sw}} {'status':<11} {'rows/s':>10} {'values/s':>12} " \
-           f"{'disk MB':>8} {'PSS MiB':>8} {'p50 ms':>8} {'p99 ms':>8} {'valid (non-empty)':>17}"
+    head = f"{'cell':>4} {'target':<{tw}} {'settings':<{sw}} {'status':<11} {'rows/s':>16} {'values/s':>18} " \
+           f"{'disk MB':>8} {'PSS MiB':>8} {'p50 ms':>14} {'p99 ms':>14} {'valid (non-empty)':>17}"
     out = [head]
     for c in cells.itertuples():
         g = lambda k: getattr(c, k, None)  # noqa: E731
@@ -503,13 +504,32 @@ def text_summary(run_dir: str | pathlib.Path) -> str:
             valid = f"{int(g('validated')) - (0 if math.isnan(bad) else int(bad))}/{int(g('validated'))}" + \
                 ("" if math.isnan(ne) else f" ({int(ne)})")
         out.append(f"{c.cell:>4} {str(c.target_name):<{tw}} {_settings(c):<{sw}} {c.status:<11} "
-                   f"{_fmt(g('rows_per_s')):>10} {_fmt(g('values_per_s')):>12} "
+                   f"{_with_interval(g, 'rows_per_s'):>16} {_with_interval(g, 'values_per_s'):>18} "
                    f"{_fmt(_num(g('disk_bytes')) / 1e6, ',.1f'):>8} "
-                   f"{_fmt(_num(g('server_pss_peak_bytes')) / 2**20, ',.0f'):>8} {_fmt(g('query_p50_ms'), ',.2f'):>8} "
-                   f"{_fmt(g('query_p99_ms'), ',.2f'):>8} {valid:>17}")
+                   f"{_fmt(_num(g('server_pss_peak_bytes')) / 2**20, ',.0f'):>8} "
+                   f"{_with_interval(g, 'query_p50_ms', ',.2f'):>14} "
+                   f"{_with_interval(g, 'query_p99_ms', ',.2f'):>14} {valid:>17}")
         if c.status != "ok":
             out.append(f"{'':>4} {c.status}: {str(c.reason)[:300]}")
+        if isinstance(g("noisy_reason"), str) and g("noisy_reason"):
+            out.append(f"{'':>4} noisy: {g('noisy_reason')[:600]}")
+    if any(isinstance(n, str) and n for n in cells.get("noisy", ())):
+        out.append("* noisy: its 95% interval reaches further than 10% of the median from it")
     return "\n".join(out)
+
+
+def _with_interval(g, fig: str, spec: str = ",.0f") -> str:
+    """A cell's figure as "12,345 +-4%": the median over trials and the wider side of its
+    95% interval as a share of it; * when noisy; the median alone where there is no interval."""
+    v = _num(g(fig))
+    text = _fmt(v, spec)
+    lo, hi = _num(g(f"{fig}_ci_low")), _num(g(f"{fig}_ci_high"))
+    if text and v and not (math.isnan(lo) or math.isnan(hi)):
+        text += f" +-{max(v - lo, hi - v) / abs(v):.0%}"
+    noisy = g("noisy")
+    if text and isinstance(noisy, str) and fig in noisy.split(","):
+        text += "*"
+    return text
 
 
 def write_report(run_dir: str | pathlib.Path, out: str | pathlib.Path | None = None) -> pathlib.Path:

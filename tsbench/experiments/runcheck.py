@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tsbench.core.errors import UserError
+from tsbench.experiments.stats import FIGURES
 
 REQUIRED = ("cells", "queries")       # the tables every run writes that the report cannot do without
 
@@ -24,6 +25,7 @@ MUST = {
     "load": {"cell": "num", "t": "num"},
     "resources": {"cell": "num", "role": "text", "elapsed_s": "num", "cpu_percent": "num", "pss_bytes": "num"},
     "stream": {"cell": "num", "op": "text", "second": "num", "rows": "num"},
+    "trials": {"cell": "num", "phase": "text", "trial": "num"},
 }
 # columns the report reads when they are there
 MAY = {
@@ -31,9 +33,13 @@ MAY = {
               "batch_size": "num", "series": "num", **{k: "num" for k in (
                   "rows_per_s", "values_per_s", "mb_per_s", "disk_bytes", "disk_own_bytes", "server_pss_peak_bytes",
                   "server_rss_sum_peak_bytes", "client_pss_peak_bytes", "queries_run", "query_p50_ms",
-                  "query_p99_ms", "validated", "validated_nonempty", "mismatches", "stream_query_p99_ms")}},
+                  "query_p99_ms", "validated", "validated_nonempty", "mismatches", "stream_query_p99_ms")},
+              # the statistics over trials (stats.py) and the busy mark, read by the summary and compare
+              "noisy": "text", "noisy_reason": "text", "busy": "num", "busy_reason": "text",
+              **{f"{f}_ci_{side}": "num" for f in FIGURES for side in ("low", "high")}},
     "queries": {"id": "num", "valid": "num", "empty": "num", "client_s": "num"},
     "load": {"rows_per_s": "num"},
+    "trials": {"status": "text", **dict.fromkeys(FIGURES, "num")},
 }
 
 

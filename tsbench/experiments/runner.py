@@ -414,6 +414,7 @@ class Runner:
         import pyarrow.parquet as pq
 
         from tsbench import __version__
+        from tsbench.data.native import build_id
 
         for name, rows in (("cells", self.cell_rows), ("trials", self.trial_rows), ("load", self.load_rows), ("queries", self.query_rows),
                            ("resources", self.resource_rows), ("verify", self.verify_rows),
@@ -425,7 +426,7 @@ class Runner:
                 pq.write_table(table, f)
         manifest = {"experiment": self.exp.name, "run_id": self.run_id, "config": self.exp.model_dump(),
                     "overrides": self.exp._overrides,
-                    "tsbench": __version__, "git_revision": _git_revision(), "host": host_facts(),
+                    "tsbench": __version__, "git_revision": _git_revision(), "c_core": build_id(), "host": host_facts(),
                     "datasets": self.datasets, "servers": self.servers, "harness_ceiling": self.ceilings,
                     "cluster_clients": self.clients, "cells": len(self.cell_rows),
                     "reference": {n: r.summary() for n, r in self._refs.items()},
