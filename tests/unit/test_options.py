@@ -36,7 +36,7 @@ COMMANDS = {
     "execute": ([ExecuteCommand], EXEC_OWN),
     "validate": ([], EXEC_OWN),
     "run": ([RunCommand], {"experiment_file", "quiet"}),
-    "report": ([], {"run_dir", "output"}),
+    "report": ([], {"run_dirs", "output", "static"}),
     "targets": ([], set()),
     "schema": ([], set()),
     "servers install": ([], {"kinds", "all_", "server_options"}),
