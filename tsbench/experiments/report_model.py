@@ -50,6 +50,9 @@ def build(runs: list[tuple[dict, dict]]) -> dict:
                  "figures": figures(), "raw_bytes_per_value": RAW_BYTES_PER_VALUE}
     for i, (frames, manifest) in enumerate(runs):
         out["runs"].append(_run(i, manifest))
+        same = sum(r["label"] == out["runs"][-1]["label"] for r in out["runs"])
+        if same > 1:                      # the same run twice (or a copy of it): told apart by its place
+            out["runs"][-1]["label"] += f" ({same})"
         out["cells"] += _cells(i, frames["cells"], manifest)
         out["latency"] += _latency(i, frames["queries"])
         out["correctness"] += _correctness(i, frames["cells"], frames["queries"])
