@@ -30,6 +30,8 @@ tr.warned td { background: #fffaf0; }
 .badge { color: #a05a00; font-weight: bold; }
 .ci { color: #666; font-size: 11px; display: block; }
 .chart { width: 100%; min-height: 360px; }
+.chart[data-empty] { min-height: 0; }
+#correctness, #relative-table, #cells { overflow-x: auto; }
 td.cm { font-size: 12px; text-align: center; min-width: 5em; }
 td.cm.equal { background: #e8f5e9; color: #17672d; } td.cm.differing, td.cm.errors { background: #fdecea; color: #b00020; }
 td.cm.excluded { background: #f3f3f3; color: #777; } td.cm.not-run, td.cm.not-validated { color: #999; }
