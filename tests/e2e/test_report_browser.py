@@ -52,6 +52,9 @@ def noisy_run(run_dir, tmp_path_factory) -> pathlib.Path:
                          busy=[False, True], busy_reason=["", "load average 3.5 before the cell"],
                          load_avg_before=[0.2, 3.5], unsupported='["high-cpu-1"]')
     pq.write_table(pa.Table.from_pandas(cells, preserve_index=False), d / "cells.parquet")
+    load = pq.read_table(d / "load.parquet").to_pandas()            # a second load trial of each cell
+    load = pd.concat([load.assign(trial=0), load.assign(trial=1, rows_per_s=load["rows_per_s"] * 1.1)])
+    pq.write_table(pa.Table.from_pandas(load, preserve_index=False), d / "load.parquet")
     return d
 
 
@@ -101,6 +104,8 @@ def test_the_report_draws_every_chart_offline_without_an_error(browser, noisy_ru
     assert set(marks) == {"figure-chart", "relative-chart", "cdf-chart", "load-chart", "cpu-chart", "memory-chart"}
     assert all(n > 0 for n in marks.values()), marks
     assert "Nothing to show" in page.inner_text("#stream-chart")      # a run of no stream
+    lines = page.evaluate("document.getElementById('load-chart').data.map(t => t.name)")
+    assert lines == [f"duck workers={w} trial {t}" for w in (1, 2) for t in (0, 1)]
     assert not errors and not requests, (errors, requests)
     shot = tmp_path / "report.png"
     page.screenshot(path=str(shot), full_page=True)
@@ -165,6 +170,7 @@ def test_the_numbers_shown_are_the_tables(browser, noisy_run, tmp_path):
             assert by[key, col][1].strip() == text, (key, col, by[key, col], text)
     ci = page.inner_text("#cells-table tbody tr[data-key='0:0'] td[data-col='rows_per_s'] .ci")
     assert ci == f"CI {cells.rows_per_s[0] * 0.9:,.0f} – {cells.rows_per_s[0] * 1.2:,.0f}"
+    assert "load_avg_before 3.50" in page.inner_text("#cells-table tbody tr[data-key='0:1']")
     warnings = page.inner_text("#warnings")
     assert "ran on a busy machine" in warnings and "load average 3.5 before the cell" in warnings
     assert "noisy" in warnings and "CI +-15%" in warnings
@@ -178,5 +184,22 @@ def test_the_numbers_shown_are_the_tables(browser, noisy_run, tmp_path):
         cell = int(key.split(":")[1])
         assert math.isclose(v, p50[cell, ty], rel_tol=1e-9), (key, ty, v, p50[cell, ty])
         assert text.endswith(f"({p50[cell, ty] / p50[:, ty].min():,.2f})"), (text, p50[:, ty])
+    assert not errors, errors
+    page.close()
+
+
+def test_a_run_of_one_trial_without_statistics_reports(browser, run_dir, tmp_path):
+    """A run folder of before issue 38 (no trial column, no trials table, no interval, noise or
+    busy column) draws the same charts, without a warning."""
+    d = shutil.copytree(run_dir, tmp_path / "old")
+    (d / "trials.parquet").unlink(missing_ok=True)
+    for p in d.glob("*.parquet"):
+        t = pq.read_table(p)
+        drop = [c for c in t.column_names if c == "trial" or c.endswith(("_ci_low", "_ci_high", "_cv"))
+                or c.startswith(("busy", "noisy", "load_avg", "steal", "other_cpu"))]
+        pq.write_table(t.drop(drop), p)
+    page, errors, _ = _open(browser, _report(d, tmp_path / "r.html"))
+    assert all(n > 0 for n in _marks(page).values()) and len(_marks(page)) == 6
+    assert page.inner_text("#warnings") == "" and page.locator("#cells-table .ci").count() == 0
     assert not errors, errors
     page.close()

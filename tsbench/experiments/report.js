@@ -98,8 +98,12 @@
     if (!ci || ci[0] === null || ci[1] === null) return "";
     return "<span class='ci'>CI " + f(ci[0]) + " &ndash; " + f(ci[1]) + "</span>";
   }
+  function machine(c) {      // the machine-noise columns of a cell, where the run has them
+    const kv = Object.entries(c.machine || {}).filter(([, v]) => v !== null);
+    return kv.length ? "<span class='ci machine'>" + kv.map(([k, v]) => esc(k) + " " + (typeof v === "number" ? sig(v) : esc(v))).join(", ") + "</span>" : "";
+  }
   function drawCells(cells) {
-    const head = (several ? ["run"] : []).concat(["cell", "database", "settings", "status"], COLUMNS.map((x) => x[1]), ["warnings"]);
+    const head = (several ? ["run"] : []).concat(["cell", "database", "settings", "status"], COLUMNS.map((x) => x[1]), ["warnings, machine"]);
     const rows = cells.map((c) => {
       const warn = [c.busy ? "busy machine" + (c.busy_reason ? ": " + c.busy_reason : "") : "",
         c.noisy ? "noisy" + (c.noisy_reason ? ": " + c.noisy_reason : "") : ""].filter(Boolean);
@@ -111,7 +115,7 @@
         const mark = col === "values_per_cpu_s" && v !== null && c.cpu_role === "client" ? " c" : "";
         return "<td class='n' data-col='" + col + "'" + (v === null ? "" : " data-v='" + v + "'") + ">"
           + f(v) + mark + ciText(c, col, f) + "</td>";
-      }), ["<td>" + (warn.length ? "<span class='badge'>&#9888; " + esc(warn.join("; ")) + "</span>" : "") + "</td>"]);
+      }), ["<td>" + (warn.length ? "<span class='badge'>&#9888; " + esc(warn.join("; ")) + "</span>" : "") + machine(c) + "</td>"]);
       return "<tr data-key='" + esc(c.key) + "'" + (warn.length ? " class='warned'" : "") + ">" + tds.join("") + "</tr>";
     });
     document.getElementById("cells").innerHTML = "<table id='cells-table'><thead><tr>"

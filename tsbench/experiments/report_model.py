@@ -14,7 +14,7 @@ import math
 # the cells table's figure columns the report shows (stats.FIGURES and a few more), with units
 EXTRA_FIGURES = {"qps": "queries/s", "queries_run": "queries", "stream_p99_ms": "ms",
                  "server_pss_peak_bytes": "bytes", "client_pss_peak_bytes": "bytes"}
-MACHINE = ("load", "steal", "other_cpu", "busy_")        # machine-noise column names start so (issue 38, item 6)
+MACHINE = ("load_avg", "loadavg", "steal", "other_cpu", "other_proc")   # words of machine-noise columns (issue 38, item 6)
 CDF_POINTS = 400            # a CDF of more executions is drawn through this many of its quantiles
 RAW_BYTES_PER_VALUE = 8     # "raw": each value and each row's timestamp as a 64-bit number, tags not counted
 
@@ -73,7 +73,7 @@ def _run(i: int, m: dict) -> dict:
 
 def _cells(i: int, cells, manifest: dict) -> list[dict]:
     figs = figures()
-    noise = [c for c in cells.columns if c.startswith(MACHINE)]
+    noise = [c for c in cells.columns if any(w in c for w in MACHINE)]
     rows = []
     for c in cells.to_dict("records"):
         row = {"key": f"{i}:{c['cell']}", "run": i, "cell": int(c["cell"]), "target": c["target_name"],
@@ -88,7 +88,7 @@ def _cells(i: int, cells, manifest: dict) -> list[dict]:
         for flag in ("noisy", "busy"):
             row[flag] = bool(_clean(c.get(flag)) or False)
             row[f"{flag}_reason"] = _clean(c.get(f"{flag}_reason")) or ""
-        row["machine"] = {k: _clean(c[k]) for k in noise if k not in ("busy", "busy_reason")}
+        row["machine"] = {k: _clean(c[k]) for k in noise}
         row.update(_efficiency(c, manifest))
         rows.append(row)
     return rows
