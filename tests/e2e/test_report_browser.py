@@ -1,7 +1,8 @@
 """The interactive report in a real browser (issue 38, items 4 and 5): Debian's headless
 chromium driven by Playwright opens the report of a small DuckDB run (two load settings, two
 query types; a copy of it given confidence intervals, a busy and a noisy cell and an
-unsupported type, as the statistics and machine-noise columns give them) and of two runs on
+unsupported type, as the statistics and machine-noise columns give them; two load trials and
+a stream's seconds) and of two runs on
 one page: no console error and no request off the file; a filter changes the rows and bars;
 every chart has drawn marks; the correctness matrix has one cell per database and query type
 with the verdict the tables give; the numbers shown equal those computed here with pandas from
@@ -50,11 +51,15 @@ def noisy_run(run_dir, tmp_path_factory) -> pathlib.Path:
     cells = cells.assign(rows_per_s_ci_low=cells["rows_per_s"] * 0.9, rows_per_s_ci_high=cells["rows_per_s"] * 1.2,
                          rows_per_s_cv=0.05, noisy=[True, False], noisy_reason=["rows_per_s: CI +-15%", ""],
                          busy=[False, True], busy_reason=["", "load average 3.5 before the cell"],
-                         load_avg_before=[0.2, 3.5], unsupported='["high-cpu-1"]')
+                         load_avg_before=[0.2, 3.5], unsupported='["high-cpu-1"]',
+                         series=[18, 36], stream_query_p99_ms=[5.0, 7.5])
     pq.write_table(pa.Table.from_pandas(cells, preserve_index=False), d / "cells.parquet")
     load = pq.read_table(d / "load.parquet").to_pandas()            # a second load trial of each cell
     load = pd.concat([load.assign(trial=0), load.assign(trial=1, rows_per_s=load["rows_per_s"] * 1.1)])
     pq.write_table(pa.Table.from_pandas(load, preserve_index=False), d / "load.parquet")
+    seconds = pd.DataFrame({"cell": [0] * 4 + [1] * 4, "op": "write", "second": [0, 1, 2, 3] * 2,
+                            "rows": [700, 720, 710, 300, 1400, 1440, 1430, 500]})   # as a stream's seconds
+    pq.write_table(pa.Table.from_pandas(seconds, preserve_index=False), d / "stream.parquet")
     return d
 
 
@@ -101,9 +106,11 @@ def _marks(page) -> dict[str, int]:
 def test_the_report_draws_every_chart_offline_without_an_error(browser, noisy_run, tmp_path):
     page, errors, requests = _open(browser, _report(noisy_run, tmp_path / "r.html"))
     marks = _marks(page)
-    assert set(marks) == {"figure-chart", "relative-chart", "cdf-chart", "load-chart", "cpu-chart", "memory-chart"}
+    assert set(marks) == {"figure-chart", "relative-chart", "cdf-chart", "load-chart", "stream-chart", "series-chart",
+                          "rate-chart", "cpu-chart", "memory-chart"}
     assert all(n > 0 for n in marks.values()), marks
-    assert "Nothing to show" in page.inner_text("#stream-chart")      # a run of no stream
+    stream = page.evaluate("document.getElementById('stream-chart').data.map(t => [t.x, t.y])")
+    assert stream == [[[0, 1, 2], [700, 720, 710]], [[0, 1, 2], [1400, 1440, 1430]]]   # the partial last second left out
     lines = page.evaluate("document.getElementById('load-chart').data.map(t => t.name)")
     assert lines == [f"duck workers={w} trial {t}" for w in (1, 2) for t in (0, 1)]
     assert not errors and not requests, (errors, requests)
@@ -200,6 +207,7 @@ def test_a_run_of_one_trial_without_statistics_reports(browser, run_dir, tmp_pat
         pq.write_table(t.drop(drop), p)
     page, errors, _ = _open(browser, _report(d, tmp_path / "r.html"))
     assert all(n > 0 for n in _marks(page).values()) and len(_marks(page)) == 6
+    assert "Nothing to show" in page.inner_text("#stream-chart")      # a run of no stream
     assert page.inner_text("#warnings") == "" and page.locator("#cells-table .ci").count() == 0
     assert not errors, errors
     page.close()

@@ -209,6 +209,27 @@
     plot(id, traces, { yaxis: { title: { text: ytitle } }, xaxis: { title: { text: xtitle }, rangeslider: { visible: true } } });
   }
 
+  function drawAgainst(cells, id, xOf, yOf, xtitle, ytitle, logx) {
+    const byTarget = new Map();
+    for (const c of cells.filter((c) => c.status === "ok" && xOf(c) !== null && yOf(c) !== null)) {
+      const name = (several ? runLabel(c.run) + " · " : "") + c.target;
+      (byTarget.get(name) || byTarget.set(name, []).get(name)).push(c);
+    }
+    const traces = [...byTarget.entries()].map(([name, cs]) => {
+      cs.sort((a, b) => xOf(a) - xOf(b));
+      return { type: "scatter", mode: "markers", marker: { size: 8 }, name: name, x: cs.map(xOf), y: cs.map(yOf), text: cs.map(label) };
+    });
+    plot(id, traces, { xaxis: { title: { text: xtitle }, type: logx ? "log" : "linear" }, yaxis: { title: { text: ytitle } } });
+  }
+  function drawStreams(cells) {
+    const streams = cells.filter((c) => c.series !== null && c.series !== undefined);
+    const several_series = new Set(streams.map((c) => c.series)).size > 1;
+    const pss = (c) => { const v = c.server_pss_peak_bytes !== null ? c.server_pss_peak_bytes : c.client_pss_peak_bytes; return v === null ? null : v / 2 ** 20; };
+    drawAgainst(several_series ? streams : [], "series-chart", (c) => c.series, pss, "series", "peak PSS MiB", true);
+    drawAgainst(cells, "rate-chart", (c) => c.rows_per_s, (c) => (c.stream_query_p99_ms === undefined ? null : c.stream_query_p99_ms),
+      "write rate reached, rows/s", "query p99 ms while writing");
+  }
+
   // ---- correctness ------------------------------------------------------------------------------
   function drawCorrectness(cells) {
     const dbs = [...new Map(cells.map((c) => [dbKey(c.run, c.target), [c.run, c.target]])).entries()];
@@ -233,6 +254,7 @@
     drawCdf(cells);
     drawSeries(cells, "load", "load-chart", "rows/s (load)");
     drawSeries(cells, "stream", "stream-chart", "rows/s (stream)");
+    drawStreams(cells);
     drawSeries(cells, "cpu", "cpu-chart", "CPU % (100 = one core)");
     drawSeries(cells, "memory", "memory-chart", "PSS MiB");
     drawCorrectness(cells);

@@ -12,8 +12,8 @@ import json
 import math
 
 # the cells table's figure columns the report shows (stats.FIGURES and a few more), with units
-EXTRA_FIGURES = {"qps": "queries/s", "queries_run": "queries", "stream_p99_ms": "ms",
-                 "server_pss_peak_bytes": "bytes", "client_pss_peak_bytes": "bytes"}
+EXTRA_FIGURES = {"qps": "queries/s", "queries_run": "queries", "stream_p99_ms": "ms", "stream_query_p99_ms": "ms",
+                 "series": "series", "server_pss_peak_bytes": "bytes", "client_pss_peak_bytes": "bytes"}
 MACHINE = ("load_avg", "loadavg", "steal", "other_cpu", "other_proc")   # words of machine-noise columns (issue 38, item 6)
 CDF_POINTS = 400            # a CDF of more executions is drawn through this many of its quantiles
 RAW_BYTES_PER_VALUE = 8     # "raw": each value and each row's timestamp as a 64-bit number, tags not counted

@@ -110,6 +110,13 @@ answered per second (stream table; each stream's last, partial second left out).
 below moves the window.</p>
 <div id='load-chart' class='chart'></div>
 <div id='stream-chart' class='chart'></div>
+<h2>Streams: memory against series, query latency against write rate</h2>
+<p class='caption'>For stream cells (cells table): the database's peak PSS (server_pss_peak_bytes; an
+in-process database: client_pss_peak_bytes) against the distinct series written (series), and the p99 of the
+queries run while writing (stream_query_p99_ms, from each query's due time) against the write rate reached
+(rows_per_s); a line per database.</p>
+<div id='series-chart' class='chart'></div>
+<div id='rate-chart' class='chart'></div>
 <h2>Database CPU and memory</h2>
 <p class='caption'>Sampled every second from the server's processes (resources table; an in-process database:
 the client process); 100% = one core; memory is PSS.</p>
