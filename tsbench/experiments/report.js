@@ -133,7 +133,9 @@
       return;
     }
     if (el.dataset.empty) { el.innerHTML = ""; delete el.dataset.empty; }
-    Plotly.react(el, traces, Object.assign(base, layout), PLOT);
+    const all = Object.assign(base, layout);
+    all.xaxis = Object.assign({ automargin: true }, layout.xaxis || {});       // long labels are not cut
+    Plotly.react(el, traces, all, PLOT);
   }
   function drawFigure(cells) {
     const col = document.getElementById("figure-choice").value;
