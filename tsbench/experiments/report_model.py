@@ -27,12 +27,12 @@ def figures() -> dict[str, str]:
 
 
 def _clean(v):
-    """A table value as JSON: NaN and NA as None, numpy scalars as Python's."""
+    """A table value as JSON: NaN, infinities and NA as None, numpy scalars as Python's."""
     if v is None:
         return None
     if hasattr(v, "item"):
         v = v.item()
-    if isinstance(v, float) and math.isnan(v):
+    if isinstance(v, float) and not math.isfinite(v):       # NaN (missing), or a rate over no time
         return None
     try:
         import pandas as pd
