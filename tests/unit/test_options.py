@@ -36,7 +36,7 @@ COMMANDS = {
     "execute": ([ExecuteCommand], EXEC_OWN),
     "validate": ([], EXEC_OWN),
     "run": ([RunCommand], {"experiment_file", "quiet"}),
-    "report": ([], {"run_dir", "output"}),
+    "report": ([], {"run_dirs", "output", "static"}),
     "compare": ([], {"base", "others", "threshold", "fail_on", "allow_different", "json_out", "markdown_out"}),
     "targets": ([], set()),
     "schema": ([], set()),
