@@ -91,7 +91,8 @@ def fig_throughput(cells):
         ax.set_title(f"{unit} by workers x batch size")
         ax.grid(axis="y", alpha=0.3)
     axes[0].legend(fontsize=7)
-    return ("Load throughput", "Mean over repetitions of each cell's whole-load rate (rows and values per second); "
+    return ("Load throughput", "Each cell's whole-load rate (rows and values per second; the median over its load trials), "
+            "the mean of the cells of one setting; "
             "w = load workers, b = batch size.", _png(fig))
 
 

@@ -72,7 +72,7 @@ def _knobs(cell) -> str:
     """A cell's matrix knobs (other than the target), e.g. "workers=2 batch_size=5000"."""
     knobs = json.loads(cell.knobs) if isinstance(cell.knobs, str) else {}
     parts = [f"{k.split('.')[-1]}={v}" for k, v in knobs.items() if k != "target"]
-    if getattr(cell, "repetition", 0):
+    if getattr(cell, "repetition", 0):       # a run folder from before trials (repetitions: separate cells)
         parts.append(f"rep {cell.repetition + 1}")
     return " ".join(parts)
 
