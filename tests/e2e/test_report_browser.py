@@ -46,11 +46,11 @@ def run_dir(tmp_path_factory) -> pathlib.Path:
 @pytest.fixture(scope="module")
 def noisy_run(run_dir, tmp_path_factory) -> pathlib.Path:
     """run_dir with the columns of issue 38's statistics and machine noise: intervals around
-    rows/s, cell 0 noisy, cell 1 busy; and high-cpu-1 unsupported by the database."""
+    rows/s, cell 0 noisy (the noisy figures' names, as text), cell 1 busy; and high-cpu-1 unsupported by the database."""
     d = shutil.copytree(run_dir, tmp_path_factory.mktemp("noisy") / "run")
     cells = pq.read_table(d / "cells.parquet").to_pandas()
     cells = cells.assign(rows_per_s_ci_low=cells["rows_per_s"] * 0.9, rows_per_s_ci_high=cells["rows_per_s"] * 1.2,
-                         rows_per_s_cv=0.05, noisy=[True, False], noisy_reason=["rows_per_s: CI +-15%", ""],
+                         rows_per_s_cv=0.05, noisy=["rows_per_s", ""], noisy_reason=["rows_per_s: CI +-15%", ""],
                          busy=[False, True], busy_reason=["", "load average 3.5 before the cell"],
                          load_avg_before=[0.2, 3.5], unsupported='["high-cpu-1"]',
                          series=[18, 36], stream_query_p99_ms=[5.0, 7.5])
