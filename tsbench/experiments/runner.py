@@ -252,6 +252,7 @@ class Runner:
             finally:
                 self.resource_rows.extend(mon.rows)
                 row.update(mon.peaks())
+                row.update(mon.noise())
 
     def _connect_bound(self, c: Cell) -> float:
         """Connecting and the version probe: the shortest stall bound of the phases the cell runs."""
