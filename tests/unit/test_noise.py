@@ -48,7 +48,7 @@ def spinners():
 def test_other_processes_spinning_make_the_cell_busy(spinners):
     time.sleep(0.5)  # the spinners past their interpreter's start
     with ResourceMonitor(interval=0.25) as mon:
-        time.sleep(2.0)
+        time.sleep(1.0)
     got = mon.noise()
     # The spinners keep every core busy (the machine's other users only add to it), so
     # other processes used near all of the machine's CPU; the rule's bound is far below.
@@ -78,7 +78,7 @@ def test_the_cells_own_processes_are_not_other(spinners):
         time.sleep(0.5)
         busy0, total0 = _machine_cpu_s()
         with ResourceMonitor(lambda: spinners, interval=0.25) as mon:
-            time.sleep(2.0)
+            time.sleep(1.0)
         busy1, total1 = _machine_cpu_s()
     finally:
         child.kill()
