@@ -234,45 +234,6 @@ def test_load_verify_compact_and_disk_figures(endpoint, datafiles):
 
 
 @pytest.mark.parametrize("endpoint", _querying(), indirect=True)
-def test_timed_pass_connections_client_work_and_printed_responses(endpoint, datafiles, references, capsys):
-    """3 workers, no warm-up pass: the connections are opened before the timer (none in a
-    latency); client work exactly where the rendered query says, inside the latency;
-    --print-responses shows each executed query once, in the dialect, cut explicitly."""
-    from tsbench.execute.responses import query_text
-
-    case, url = endpoint
-    runs = _cls(case)(url, CONTRACT[case][2]).query_types
-    dataset = "iot" if "low-fuel" in runs else "devops"
-    df = _file(endpoint, datafiles, dataset)
-    ctx = queries.context(df.dataset)
-    types = [n for n, qt in queries.CATALOG.items() if n in runs and qt.applies(ctx) is None]
-    specs = session.draw(df.dataset, types, 1, seed=6, reference=references[dataset])
-    _loaded(endpoint, df)
-
-    async def go():
-        async with session.open_target(_reach(endpoint), announce=False) as conn:
-            await conn.target.attach(df.tables())
-            natives = {}
-            for s in specs:
-                try:
-                    natives[s.id] = conn.target.render(s)
-                except ServerLacks:
-                    pass
-            opts = ExecOptions(workers=3, cache="none", progress=False, print_responses=True, max_rows=1)
-            return natives, await session.run_queries(conn, df.dataset, specs, opts, references[dataset])
-    natives, res = asyncio.run(go())
-    out = capsys.readouterr().out
-    assert [r["error"] for r in res.records if r["status"] != "ok"] == [] and len(res.records) == len(natives)
-    assert all(r["connect_s"] is None for r in res.records)
-    for r in res.records:
-        client = getattr(natives[r["id"]], "client", False)
-        assert (r["client_s"] is not None) == client and (not client or 0 <= r["client_s"] <= r["latency"])
-        assert out.count(f"-- query {r['id']} ({r['type']}) on") == 1 and query_text(natives[r["id"]]) in out
-    if any(r["rows"] > 1 for r in res.records):
-        assert "more rows" in out
-
-
-@pytest.mark.parametrize("endpoint", _querying(), indirect=True)
 def test_printed_response_is_the_servers_answer_decoded(endpoint, datafiles, references, capsys):
     """--print-responses (issue 35 item 13): each query as sent, then the server's own answer
     decoded, holding every value of the reference's answer and the names the server gave
@@ -321,7 +282,42 @@ def test_printed_response_is_the_servers_answer_decoded(endpoint, datafiles, ref
 PRINTED_NAME = {"victoriametrics": '"tsbench_field"'}
 
 
-@pytest.mark.parametrize("dataset", list(DATASETS))
+def _form_types(case: str, dataset: str) -> list[str]:
+    """The types with other forms declared (Dialect.forms) that a case's dialect runs on a dataset."""
+    _, url, options, _ = CONTRACT[case]
+    dialect = _cls(case).dialects[_cls(case)(url, options).dialect_name()]
+    ctx = queries.context(resolve(DatasetSpec(**DATASETS[dataset])))
+    return [t for t in dialect.forms if t in dialect.query_types() and queries.CATALOG[t].applies(ctx) is None]
+
+
+# The case alone is the parameter (the datasets a loop inside), so that pytest runs this test
+# with the case's other tests on the server they share (a parameter given with a dataset beside
+# it would be function-scoped: the test would run after all cases, each starting its server again).
+@pytest.mark.parametrize("endpoint", [c for c in _querying() if any(_form_types(c, d) for d in DATASETS)],
+                         indirect=True)
+def test_every_declared_form_answers_as_tsbenchs_form(endpoint, datafiles, references):
+    """The forms benchmarks/dialects.py times (execute/forms.py): each one's answers are tsbench's form's,
+    on every dataset where the case declares forms."""
+    from tsbench.execute.forms import form_mismatches
+
+    case = endpoint[0]
+    for dataset in (d for d in DATASETS if _form_types(case, d)):
+        df = _file(endpoint, datafiles, dataset)
+        specs = session.draw(df.dataset, _form_types(case, dataset), 1, seed=5, reference=references[dataset])
+        _loaded(endpoint, df)
+
+        async def go():
+            async with session.open_target(_reach(endpoint), announce=False) as conn:
+                await conn.target.attach(df.tables())
+                return await form_mismatches(conn.target, specs, references[dataset])
+        bad = asyncio.run(go())
+        assert not bad, f"{dataset}:\n" + "\n".join(bad)
+
+
+# devops first: the printed-response and forms tests before it loaded it; iot last: the timed
+# pass after it takes iot where the case runs its client-work types (a test loads only when the
+# last load on the server was another file: _loaded)
+@pytest.mark.parametrize("dataset", ["devops", "synthetic", "iot"])
 @pytest.mark.parametrize("endpoint", _querying(), indirect=True)
 def test_every_query_it_runs_equals_the_reference(endpoint, dataset, datafiles, references):
     case, url = endpoint
@@ -349,31 +345,43 @@ def test_every_query_it_runs_equals_the_reference(endpoint, dataset, datafiles, 
     assert len(res.validation) == len(specs)
 
 
-def _form_types(case: str, dataset: str) -> list[str]:
-    """The types with other forms declared (Dialect.forms) that a case's dialect runs on a dataset."""
-    _, url, options, _ = CONTRACT[case]
-    dialect = _cls(case).dialects[_cls(case)(url, options).dialect_name()]
-    ctx = queries.context(resolve(DatasetSpec(**DATASETS[dataset])))
-    return [t for t in dialect.forms if t in dialect.query_types() and queries.CATALOG[t].applies(ctx) is None]
+@pytest.mark.parametrize("endpoint", _querying(), indirect=True)
+def test_timed_pass_connections_client_work_and_printed_responses(endpoint, datafiles, references, capsys):
+    """3 workers, no warm-up pass: the connections are opened before the timer (none in a
+    latency); client work exactly where the rendered query says, inside the latency;
+    --print-responses shows each executed query once, in the dialect, cut explicitly."""
+    from tsbench.execute.responses import query_text
 
-
-@pytest.mark.parametrize("endpoint,dataset", [(c, d) for c in _querying() for d in DATASETS if _form_types(c, d)],
-                         indirect=["endpoint"])
-def test_every_declared_form_answers_as_tsbenchs_form(endpoint, dataset, datafiles, references):
-    """The forms benchmarks/dialects.py times (execute/forms.py): each one's answers are tsbench's form's."""
-    from tsbench.execute.forms import form_mismatches
-
-    case = endpoint[0]
+    case, url = endpoint
+    runs = _cls(case)(url, CONTRACT[case][2]).query_types
+    dataset = "iot" if "low-fuel" in runs else "devops"
     df = _file(endpoint, datafiles, dataset)
-    specs = session.draw(df.dataset, _form_types(case, dataset), 1, seed=5, reference=references[dataset])
+    ctx = queries.context(df.dataset)
+    types = [n for n, qt in queries.CATALOG.items() if n in runs and qt.applies(ctx) is None]
+    specs = session.draw(df.dataset, types, 1, seed=6, reference=references[dataset])
     _loaded(endpoint, df)
 
     async def go():
         async with session.open_target(_reach(endpoint), announce=False) as conn:
             await conn.target.attach(df.tables())
-            return await form_mismatches(conn.target, specs, references[dataset])
-    bad = asyncio.run(go())
-    assert not bad, "\n".join(bad)
+            natives = {}
+            for s in specs:
+                try:
+                    natives[s.id] = conn.target.render(s)
+                except ServerLacks:
+                    pass
+            opts = ExecOptions(workers=3, cache="none", progress=False, print_responses=True, max_rows=1)
+            return natives, await session.run_queries(conn, df.dataset, specs, opts, references[dataset])
+    natives, res = asyncio.run(go())
+    out = capsys.readouterr().out
+    assert [r["error"] for r in res.records if r["status"] != "ok"] == [] and len(res.records) == len(natives)
+    assert all(r["connect_s"] is None for r in res.records)
+    for r in res.records:
+        client = getattr(natives[r["id"]], "client", False)
+        assert (r["client_s"] is not None) == client and (not client or 0 <= r["client_s"] <= r["latency"])
+        assert out.count(f"-- query {r['id']} ({r['type']}) on") == 1 and query_text(natives[r["id"]]) in out
+    if any(r["rows"] > 1 for r in res.records):
+        assert "more rows" in out
 
 
 def _server_lacks(target, specs) -> set[str]:

@@ -1,6 +1,7 @@
 """The resource monitor (load, queries and execute phases of a run): a thread that
 samples, every second, the server's processes and the client's own, and the
-data directory, into rows of the `resources` table.
+data directory, into rows of the `resources` table; and feeds the machine's noise
+meter (noise.py) the CPU of those processes, so that what other processes used is known.
 
 One row per sample and role ("server": the server's process and its children;
 "client": this process and its children other than the server's):
@@ -9,7 +10,8 @@ seconds of the role's live processes), cpu_percent over the last interval (100 =
 one core), pss_bytes (the proportional set size summed over the role's processes:
 shared pages counted once, unlike summed RSS), read_bytes and write_bytes (cumulative block I/O, None
 where the kernel does not let us read it) and datadir_bytes (allocated bytes of
-the data directory, the same on both roles' rows of one sample)."""
+the data directory, the same on both roles' rows of one sample), other_cpu_percent (the CPU
+other processes than these used over the last interval, 100 = one core, the same on both rows)."""
 
 from __future__ import annotations
 
@@ -21,11 +23,12 @@ from typing import Callable
 import psutil
 
 from tsbench.databases.shared.server import allocated_bytes
+from tsbench.experiments.noise import NoiseMeter
 
 
 class ResourceMonitor:
     def __init__(self, server_pids: Callable[[], list[int]] | None = None, datadir: str | None = None,
-                 interval: float = 1.0, labels: dict | None = None):
+                 interval: float = 1.0, labels: dict | None = None, noise: NoiseMeter | None = None):
         self.server_pids = server_pids or (lambda: [])
         self.datadir, self.interval = datadir, interval
         self.labels = dict(labels or {})
@@ -37,6 +40,7 @@ class ResourceMonitor:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._t0 = time.monotonic()
+        self._noise = noise or NoiseMeter()      # shared by the monitors of one cell's trials
 
     @property
     def phase(self) -> str:
@@ -52,6 +56,7 @@ class ResourceMonitor:
     # ---- lifecycle -------------------------------------------------------------------------------------
     def __enter__(self) -> "ResourceMonitor":
         self._t0 = time.monotonic()
+        self._noise.start()
         self.sample()
         self._thread = threading.Thread(target=self._loop, name="tsbench-monitor", daemon=True)
         self._thread.start()
@@ -63,6 +68,7 @@ class ResourceMonitor:
             self._thread.join()
             self._thread = None
         self.sample()
+        self._noise.end()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -97,7 +103,7 @@ class ResourceMonitor:
             self._sample()
 
     def _sample(self) -> None:
-        now = time.monotonic()
+        now, wall = time.monotonic(), time.time()
         server = self._tree(self.server_pids())
         mine = {p.pid for p in server}
         client = [p for p in self._tree([os.getpid()]) if p.pid not in mine]
@@ -107,6 +113,8 @@ class ResourceMonitor:
                 disk = allocated_bytes(self.datadir)
             except OSError:
                 disk = None
+        proc_cpu: dict[tuple[int, float], float] = {}
+        rows = []
         for role, procs in (("server", server), ("client", client)):
             if not procs:
                 continue
@@ -118,6 +126,7 @@ class ResourceMonitor:
                     with p.oneshot():
                         t = p.cpu_times()
                         cpu += t.user + t.system
+                        proc_cpu[(p.pid, p.create_time())] = t.user + t.system
                         mem = p.memory_full_info()
                         pss += mem.pss
                         rss += mem.rss
@@ -135,12 +144,14 @@ class ResourceMonitor:
             if prev is not None and now > prev[0]:
                 pct = max(0.0, (cpu - prev[1]) / (now - prev[0]) * 100.0)
             self._prev[role] = (now, cpu)
-            self.rows.append({**self.labels, "phase": self._phase, "elapsed_s": round(now - self._t0, 3),
+            rows.append({**self.labels, "phase": self._phase, "elapsed_s": round(now - self._t0, 3),
                               "role": role, "processes": len(procs), "cpu_s": round(cpu, 3),
                               "cpu_percent": None if pct is None else round(pct, 1), "pss_bytes": int(pss),
                               "rss_sum_bytes": int(rss),
                               "read_bytes": rd if io_ok else None, "write_bytes": wr if io_ok else None,
                               "datadir_bytes": disk})
+        other = self._noise.sample(proc_cpu, wall)
+        self.rows.extend({**r, "other_cpu_percent": other} for r in rows)
 
     def peaks(self) -> dict:
         """Peak PSS of the server (server_pss_peak_bytes) and of the client
@@ -154,3 +165,9 @@ class ResourceMonitor:
         disk = [r["datadir_bytes"] for r in self.rows if r["datadir_bytes"] is not None]
         out["datadir_peak_bytes"] = max(disk) if disk else None
         return out
+
+    def noise(self) -> dict:
+        """The machine's noise over the monitor's span: the load average and CPU steal before
+        and after, other processes' CPU share, and the busy verdict (noise.py; docs/results.md)."""
+        with self._lock:
+            return self._noise.figures()

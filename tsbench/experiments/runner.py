@@ -39,6 +39,7 @@ from tsbench.execute.run import ExecOptions, ExecResult
 from tsbench.experiments import session, stats
 from tsbench.experiments.experiment import Cell, Experiment, cells, describe_cell
 from tsbench.experiments.monitor import ResourceMonitor
+from tsbench.experiments.noise import NoiseMeter
 from tsbench.experiments.trials import execute_row, label, load_columns, query_columns, stream_columns, trial_row
 from tsbench.load.run import LoadError, LoadOptions
 
@@ -104,6 +105,7 @@ class Runner:
         self.clients: dict[str, list] = {}      # cell id: its --cluster slots (worker, host facts, figures)
         self.datasets: dict[str, dict] = {}
         self._refs: dict[str, object] = {}
+        self._noise: dict[int, NoiseMeter] = {}  # cell id: the machine's noise over its trials
 
     def say(self, msg: str) -> None:
         if not self.quiet:
@@ -252,7 +254,7 @@ class Runner:
                               stall_seconds=self._connect_bound(c))
         async with session.open_target(reach, announce=not self.quiet) as conn:
             mon = ResourceMonitor(conn.server.pids if conn.server else None, conn.datadir,
-                                  labels={"cell": c.id, "trial": trial})
+                                  labels={"cell": c.id, "trial": trial}, noise=self._noise_of(c))
             try:
                 with mon:
                     row["server_version"] = await session.server_version(conn)
@@ -262,6 +264,11 @@ class Runner:
                 self.resource_rows.extend(mon.rows)
                 for k, v in mon.peaks().items():          # the peaks over every trial's target
                     row[k] = v if row.get(k) is None else row[k] if v is None else max(row[k], v)
+                row.update(mon.noise())                   # over every trial's span so far (one meter a cell)
+
+    def _noise_of(self, c: Cell) -> NoiseMeter:
+        """The cell's noise meter, shared by the monitors of its trials."""
+        return self._noise.setdefault(c.id, NoiseMeter())
 
     def _connect_bound(self, c: Cell) -> float:
         """Connecting and the version probe: the shortest stall bound of the phases the cell runs."""
