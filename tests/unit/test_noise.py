@@ -115,3 +115,20 @@ def test_a_cell_too_short_to_measure_is_not_called_busy():
     mon = ResourceMonitor()
     got = mon.noise()
     assert got["other_cpu_share"] is None and got["busy"] is False and got["busy_reason"] is None
+
+
+def test_one_meter_spans_a_cells_trials_and_not_the_gap_between_them(monkeypatch):
+    """The monitors of a cell's trials share its meter: the intervals of both spans count,
+    the time between them (a trial's server stopped, the next one started) does not."""
+    readings = iter([(0.0, 0.0, 10.0), (1.0, 0.0, 20.0),          # span 1: others busy 1 s of 10
+                     (50.0, 0.0, 30.0), (51.0, 0.0, 40.0)])       # the gap: 49 s busy; span 2: 1 s of 10
+    monkeypatch.setattr(noise, "_machine_cpu", lambda: next(readings))
+    meter = noise.NoiseMeter()
+    for _ in range(2):
+        meter.start()
+        meter.sample({}, 0.0)
+        meter.sample({}, 1.0)
+        meter.end()
+    got = meter.figures()
+    assert got["other_cpu_share"] == 0.1, got        # 2 s of 20, not 51 of 30
+    assert got["busy"] is False
