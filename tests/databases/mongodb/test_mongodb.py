@@ -42,11 +42,11 @@ from conftest import load_into, local_server, run_cli
 CPU = Table("cpu", ("hostname", "region"), (Column("usage_user", "float"), Column("n", "int"),
                                             Column("note", "string")))
 DATASET = {"use_case": "devops", "scale": 3, "end": "2016-01-01T00:10:00Z", "seed": 7}
-# the bucket layout's query runs (32 hosts: every devops type draws): 40 minutes across an hour,
+# the bucket layout's query runs (32 hosts: every devops type draws): 20 minutes across an hour,
 # so that windows read two hours' buckets, part of each (the stand-in's $unwind copies the whole
 # bucket per event: short buckets keep the run short)
-BUCKET_DATASETS = {"devops": {"use_case": "devops", "scale": 32, "start": "2016-01-01T00:40:00Z",
-                              "end": "2016-01-01T01:20:00Z", "seed": 11},
+BUCKET_DATASETS = {"devops": {"use_case": "devops", "scale": 32, "start": "2016-01-01T00:50:00Z",
+                              "end": "2016-01-01T01:10:00Z", "seed": 11},
                    "iot": {"use_case": "iot", "scale": 10, "start": "2016-01-01T00:40:00Z",
                            "end": "2016-01-01T01:40:00Z", "seed": 12}}
 UTC = dt.timezone.utc
