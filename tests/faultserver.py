@@ -31,6 +31,7 @@ class FaultServer:
         self.stamped: list[tuple[float, list[int]]] = []   # per answered write: its answer time, its lines' timestamps
         self.rows = 0
         self.writes = 0
+        self.arrived = 0                 # write requests received (answered or still queued)
         self.refused = 0
         self._serial: asyncio.Lock | None = None
         self._loop = asyncio.new_event_loop()
@@ -87,6 +88,7 @@ class FaultServer:
         return web.Response(text=json.dumps({"rows": rows}), content_type="application/json")
 
     async def _write(self, request):
+        self.arrived += 1
         fault = self.faults.pop(0) if self.faults else self.always
         if fault == "reset":
             self.refused += 1
