@@ -111,15 +111,15 @@ def generic_schema(d) -> str:
     return str(path)
 
 
-def generic_files(tmp_path_factory) -> dict[str, DataFile]:
-    """{"devops": ..., "custom": ...}: two small CSV files the generic family draws on."""
+def generic_files(tmp_path_factory, fmt: str = "csv") -> dict[str, DataFile]:
+    """{"devops": ..., "custom": ...}: two small files (format fmt) the generic family draws on."""
     d = tmp_path_factory.mktemp("generic")
     dv = GENERIC_DEVOPS
     run_cli("generate", "-q", "--scale", str(dv["scale"]), "--end", dv["end"], "--seed", str(dv["seed"]),
-            "--format", "csv", "-o", str(d / "devops.csv"))
+            "--format", fmt, "-o", str(d / f"devops.{fmt}"))
     run_cli("generate", "-q", "-u", "custom", "--schema", generic_schema(d), "--end", GENERIC_CUSTOM_END,
-            "--seed", "4", "--format", "csv", "-o", str(d / "custom.csv"))
-    return {"devops": open_datafile(d / "devops.csv"), "custom": open_datafile(d / "custom.csv")}
+            "--seed", "4", "--format", fmt, "-o", str(d / f"custom.{fmt}"))
+    return {"devops": open_datafile(d / f"devops.{fmt}"), "custom": open_datafile(d / f"custom.{fmt}")}
 
 
 def generic_specs(df: DataFile, reference, count: int = 3) -> list[QuerySpec]:
