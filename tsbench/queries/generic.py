@@ -55,9 +55,14 @@ def numeric_fields(ctx: DatasetContext, m: str) -> list[str]:
 
 
 def distinct_values(ctx: DatasetContext, tag: str) -> list[str]:
-    """An entity tag's distinct non-null values, in entity order (the first SCAN_ENTITIES entities)."""
-    vals = ctx.entity_tags[tag]
-    return list(dict.fromkeys(v for v in (vals[i] for i in range(min(len(vals), SCAN_ENTITIES))) if v is not None))
+    """An entity tag's distinct non-null values, in entity order (the first SCAN_ENTITIES entities),
+    found once per context."""
+    key = ("generic-distinct", tag)
+    if key not in ctx.memo:
+        vals = ctx.entity_tags[tag]
+        ctx.memo[key] = list(dict.fromkeys(v for v in (vals[i] for i in range(min(len(vals), SCAN_ENTITIES)))
+                                           if v is not None))
+    return ctx.memo[key]
 
 
 def series_tag(ctx: DatasetContext, m: str) -> str | None:
