@@ -21,15 +21,17 @@ from querysets import GENERIC_CUSTOM_END, GENERIC_DEVOPS, assert_all_valid, gene
 SPECS = {
     "devops": GENERIC_DEVOPS,
     "iot": dict(use_case="iot", scale=6, end="2016-01-01T02:00:00Z", seed=3),
+    # series are tag0 x tag1: no one tag tells them apart
+    "synthetic": dict(use_case="synthetic", seed=13, params={"tags": "4,3", "points": 120}),
 }
 # (agg, at most N fields, K series) of each aggregate type, by name
 AGGREGATES = {"generic-max-1-1": ("max", 1, 1), "generic-mean-n-1": ("mean", 4, 1), "generic-min-1-4": ("min", 1, 4),
               "generic-sum-n-4": ("sum", 4, 4), "generic-count-n-4": ("count", 4, 4)}
 
 
-@pytest.fixture(scope="module", params=["devops", "iot", "custom"])
+@pytest.fixture(scope="module", params=["devops", "iot", "custom", "synthetic"])
 def drawn(request, tmp_path_factory):
-    """(dataset, its reference, 3 queries of every generic type) for each of the three schemas."""
+    """(dataset, its reference, 3 queries of every generic type) for each schema."""
     if request.param == "custom":
         ds = dataset(use_case="custom", schema_file=generic_schema(tmp_path_factory.mktemp("s")),
                      end=GENERIC_CUSTOM_END, seed=4)
@@ -72,7 +74,7 @@ def test_parameters_come_from_the_schema(drawn):
             assert p["bucket"] is None and len(p["group_by"]) == 1
             assert len(generic.distinct_values(ctx, p["group_by"][0])) >= 2
         elif s.type == "generic-lastpoint":
-            assert p["group_by"] == [tag]
+            assert p["group_by"] in ([tag], list(ctx.table(m).tags))
         elif s.type == "generic-above-p90":
             assert p["value_filter"]["field"] == p["fields"][0] and p["tags_out"] == [tag]
         else:
@@ -97,6 +99,19 @@ def test_the_same_seed_draws_the_same_and_each_type_draws_alone(drawn):
     assert [s.params for s in alone] == [s.params for s in specs if s.type == "generic-sum-n-4"]
     other = queries.generate(ds, generic_types(), 3, 22, reference=ref)
     assert [s.params for s in other] != [s.params for s in specs]
+
+
+def test_the_newest_row_is_taken_per_series(drawn):
+    """generic-lastpoint's groups tell the measurement's series apart: no group has two rows at
+    its newest time, so its newest row is one row, whichever database answers (synthetic's tag0
+    alone would have three)."""
+    _, ref, specs = drawn
+    for s in (x for x in specs if x.type == "generic-lastpoint"):
+        m, key = s.params["measurement"], ", ".join(f'"{t}"' for t in s.params["group_by"])
+        most = ref.con.execute(
+            f'SELECT max(n) FROM (SELECT count(*) AS n FROM (SELECT {key}, time, max(time) OVER '
+            f'(PARTITION BY {key}) AS newest FROM "{m}") WHERE time = newest GROUP BY {key})').fetchone()[0]
+        assert most == 1, (m, s.params["group_by"], most)
 
 
 def test_thresholds_leave_answers_non_empty_without_a_redraw(drawn):

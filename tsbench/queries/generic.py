@@ -8,7 +8,9 @@ of the DatasetContext, and from the generator of (seed, type, index):
 
 * the measurement: one drawn among those with a numeric field and a series tag;
 * the series tag: the measurement's entity tag with the most distinct values
-  (ties: the first), K of its (non-null) values drawn for the series;
+  (ties: the first), K of its (non-null) values drawn for the series; the newest
+  row is taken per series tag where each entity has a value of its own, else
+  per every tag of the measurement (series_key);
 * the fields: N distinct numeric fields drawn, in the schema's order;
 * the window: a quarter of the dataset's span, a whole number of buckets, its
   start drawn on a bucket boundary; the bucket the shortest of BUCKETS at least
@@ -73,6 +75,16 @@ def series_tag(ctx: DatasetContext, m: str) -> str | None:
         if n > most:
             best, most = tag, n
     return best
+
+
+def series_key(ctx: DatasetContext, m: str) -> list[str]:
+    """The tags that tell the measurement's series apart: the series tag where each entity has
+    a value of its own (devops' hostname), else every tag of the measurement (synthetic's
+    tag0 x tag1)."""
+    tag = series_tag(ctx, m)
+    if len(distinct_values(ctx, tag)) == min(len(ctx.entity_tags[tag]), SCAN_ENTITIES):
+        return [tag]
+    return list(ctx.table(m).tags)
 
 
 def group_tags(ctx: DatasetContext, m: str) -> list[str]:
@@ -151,7 +163,7 @@ def _last(rng, ctx: DatasetContext) -> dict:
     m = _draw_measurement(rng, ctx)
     fields = numeric_fields(ctx, m)
     return {"shape": "last", "measurement": m, "fields": fields, "types": _types(ctx, m, fields),
-            "group_by": [series_tag(ctx, m)]}
+            "group_by": series_key(ctx, m)}
 
 
 def _above(rng, ctx: DatasetContext) -> dict:
@@ -208,7 +220,8 @@ for agg, n, k in AGGREGATES:
              "aggregate", series=k)
 _generic("generic-groupby-tag", "mean of 1 numeric field per value of a tag with several values, over a quarter "
          "of the data's span", partial(_group_by, agg="mean"), "aggregate", grouped=True)
-_generic("generic-lastpoint", "the newest row (every numeric field) of each series", _last, "last")
+_generic("generic-lastpoint", "the newest row (every numeric field) of each series (per the tags that tell "
+         "series apart)", _last, "last")
 _generic("generic-above-p90", "rows of 1 numeric field at or above the 90th percentile of its bucket maxima, "
          "all series, over a quarter of the data's span", _above, "rows", reference=True)
 _generic("generic-scan", "every row of a measurement (the relational family's read-all, on a drawn measurement)",
