@@ -5,7 +5,8 @@ four (1-host-1-hr, 1-host-12-hr, 8-host-1-hr, groupby) and TSBS's sixteen.
 flux: ingen-style range + filter(value > 0) + sum, alone and grouped by tag0,
 over 1, 4 and 12 days (or what the dataset spans). relational: read all rows,
 a tenth of the time range, one record (of the first measurement). iot: TSBS's
-thirteen (queries/iot.py), each a custom shape.
+thirteen (queries/iot.py), each a custom shape. generic: drawn from any
+dataset's schema (queries/generic.py), in the basic shapes.
 
 Windows start on a multiple of their bucket width (so every dialect buckets a
 window alike); a window longer than the dataset becomes the whole dataset."""

@@ -19,9 +19,9 @@ of the DatasetContext, and from the generator of (seed, type, index):
   distinct values;
 * the threshold (generic-above-p90): the 90th percentile of the per-bucket
   maxima of the field over the window, asked of the reference engine (an
-  aggregate max query, answered and cached like every other): rows >= it
-  exist in every bucket at or above it, so the answer is never empty when the
-  window holds a value.
+  aggregate max query, answered and cached like every other): every bucket
+  whose maximum reaches it (a tenth of the buckets at least) has a row at or
+  above it, so the answer is never empty when the window holds a value.
 
 A type that cannot apply to a schema (no numeric field, no tag with several
 values, fewer than its series) says why in applies(). Only the entity tags' values
