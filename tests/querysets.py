@@ -70,3 +70,60 @@ def assert_all_valid(res, specs, types: tuple[str, ...] | None = None) -> None:
     assert not errors, errors[:3]
     if types is not None:
         assert {v["type"] for v in res.validation} == set(types)
+
+
+# ---- the generic family (tsbench/queries/generic.py) -----------------------------------------
+
+GENERIC_DEVOPS = dict(use_case="devops", scale=4, end="2016-01-01T01:00:00Z", seed=9)
+# a schema of its own: an entity tag per site, a zone tag of two values, a tag the measurement has of its
+# own (serial: never chosen), float and int fields, and a second measurement
+GENERIC_SCHEMA = """
+name: plant
+scale: 5
+interval: 10s
+tags:
+  site: "site_{entity:02}"
+  zone: {choice: [north, south]}
+measurements:
+  - name: pump
+    tags:
+      serial: "{int:0..9}-{choice:a|b}"
+    fields:
+      - {name: level, type: float, evolution: clamped_walk, step: {uniform: [-1, 1]}, min: 0, max: 100,
+         initial: {uniform: [0, 100]}, decimals: 2}
+      - {name: starts, type: int, evolution: monotonic_walk, step: {constant: 2}}
+      - {name: flow, type: float, evolution: fresh, step: {normal: [50, 10]}, initial: draw}
+  - name: motor
+    fields:
+      - {name: rpm, type: int, evolution: clamped_walk, step: {normal: [0, 30]}, min: 0, max: 3000,
+         initial: {uniform: [500, 2500]}}
+"""
+GENERIC_CUSTOM_END = "2016-01-01T00:40:00Z"
+
+
+def generic_types() -> list[str]:
+    return [n for n, qt in queries.CATALOG.items() if qt.family == "generic"]
+
+
+def generic_schema(d) -> str:
+    path = d / "plant.yaml"
+    path.write_text(GENERIC_SCHEMA)
+    return str(path)
+
+
+def generic_files(tmp_path_factory, fmt: str = "csv") -> dict[str, DataFile]:
+    """{"devops": ..., "custom": ...}: two small files (format fmt) the generic family draws on."""
+    d = tmp_path_factory.mktemp("generic")
+    dv = GENERIC_DEVOPS
+    run_cli("generate", "-q", "--scale", str(dv["scale"]), "--end", dv["end"], "--seed", str(dv["seed"]),
+            "--format", fmt, "-o", str(d / f"devops.{fmt}"))
+    run_cli("generate", "-q", "-u", "custom", "--schema", generic_schema(d), "--end", GENERIC_CUSTOM_END,
+            "--seed", "4", "--format", fmt, "-o", str(d / f"custom.{fmt}"))
+    return {"devops": open_datafile(d / f"devops.{fmt}"), "custom": open_datafile(d / f"custom.{fmt}")}
+
+
+def generic_specs(df: DataFile, reference, count: int = 3) -> list[QuerySpec]:
+    """`count` queries of every generic type that fits the file's dataset."""
+    ctx = queries.context(df.dataset)
+    names = [n for n in generic_types() if queries.CATALOG[n].applies(ctx) is None]
+    return queries.generate(df.dataset, names, count, 21, reference=reference)

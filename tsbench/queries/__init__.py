@@ -25,6 +25,7 @@ from typing import Callable
 from tsbench.core.errors import UserError
 from tsbench.data.dataset import Dataset
 from tsbench.queries import iot  # noqa: F401,E402  (registers the iot types)
+from tsbench.queries import generic  # noqa: F401,E402  (registers the generic types)
 from tsbench.queries.base import DatasetContext, QuerySpec
 from tsbench.queries.catalog import CATALOG
 from tsbench.queries.shapes import summed
@@ -50,14 +51,16 @@ class _EntityValues:
         return self.cache[i]
 
 
-def context(ds: Dataset) -> DatasetContext:
+def context(ds: Dataset, reference=None) -> DatasetContext:
+    """The dataset as query types see it; reference: the dataset's reference, or a function
+    returning one, for the types that draw from its values (else built when first asked)."""
     from tsbench.data.datafile import tables_of
     from tsbench.data.native import Simulator
 
     sim = Simulator(ds.compiled, ds.spec.seed, 0, ds.entities, ds.start_ns, ds.interval_ns, ds.epochs, cache=None)
     tags = {t.key: _EntityValues(sim, k, ds.entities) for k, t in enumerate(ds.schema.entity_tags)}
     return DatasetContext(ds.spec.use_case, tables_of(ds, 0, 0), ds.start_ns, ds.end_ns, ds.interval_ns,
-                          ds.entities, tags)
+                          ds.entities, tags, _LazyReference(ds, reference, None))
 
 
 def query_type(name: str):
@@ -77,13 +80,15 @@ def generate(ds: Dataset, types: list[str], count: int, seed: int, *, allow_empt
         raise UserError(f"--count: must be at least 1, got {count}")
     if not types:
         raise UserError("--types: no query type given: the queries file would be empty (see: queries list)")
+    ref = _LazyReference(ds, reference, say)
     ctx = context(ds)
+    ctx.reference = ref
     qts = [query_type(t) for t in types]
     for qt in qts:
         why = qt.applies(ctx)
         if why:
             raise UserError(why)
-    check = None if allow_empty else _NonEmpty(ds, reference, say)
+    check = None if allow_empty else _NonEmpty(ref)
     out = []
     for qt in qts:
         redrawn = kept_empty = 0
@@ -118,25 +123,40 @@ def draw_one(qt, ctx: DatasetContext, seed: int, i: int,
     return first, None
 
 
-class _NonEmpty:
-    """Whether a drawn query's reference answer has rows; the reference is taken
-    (or made: answers from the disk cache, the engine built at the first answer not
-    there) at the first question, answers kept by it for validation."""
+class _LazyReference:
+    """() -> the dataset's reference: the one given (or what the function given returns),
+    else a CachedReference (answers from the disk cache, the engine built at the first
+    answer not there), taken or made at the first call."""
 
-    def __init__(self, ds: Dataset, reference, say: Callable[[str], None] | None):
-        self.ds, self.given, self.say, self.ref = ds, reference, say, None
+    def __init__(self, ds: Dataset, given, say: Callable[[str], None] | None):
+        self.ds, self.given, self.say, self.ref = ds, given, say, None
 
-    def __call__(self, type_name: str, params: dict) -> bool:
+    def __call__(self):
         if self.ref is None:
-            self.ref = self._reference()
-        return bool(self.ref.expected(QuerySpec(-1, type_name, params)))
+            self.ref = self._make()
+        return self.ref
 
-    def _reference(self):
+    def _make(self):
         if self.given is not None:
             return self.given() if callable(self.given) else self.given
         from tsbench.queries.cached import CachedReference
 
         return CachedReference(self.ds, self.say)
+
+
+class _NonEmpty:
+    """Whether a drawn query's reference answer has rows (the reference taken at the first
+    question), answers kept by the reference for validation."""
+
+    def __init__(self, reference: _LazyReference):
+        self.reference = reference
+
+    @property
+    def ref(self):
+        return self.reference()
+
+    def __call__(self, type_name: str, params: dict) -> bool:
+        return bool(self.ref.expected(QuerySpec(-1, type_name, params)))
 
 
 def write_queries(path: str | pathlib.Path, ds: Dataset, seed: int, specs: list[QuerySpec],

@@ -111,6 +111,11 @@ class DatasetContext:
     interval_ns: int
     entities: int
     entity_tags: dict[str, list[str | None]] = field(default_factory=dict)
+    # () -> the dataset's reference (expected(spec) -> rows), for types that draw from the data's
+    # values (generic-above-p90); None: not at hand
+    reference: Callable[[], Any] | None = None
+    # what users derive from the context once and keep (the generic family's distinct tag values)
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     def table(self, name: str):
         return self.tables.by_name().get(name)

@@ -5,7 +5,8 @@ four (1-host-1-hr, 1-host-12-hr, 8-host-1-hr, groupby) and TSBS's sixteen.
 flux: ingen-style range + filter(value > 0) + sum, alone and grouped by tag0,
 over 1, 4 and 12 days (or what the dataset spans). relational: read all rows,
 a tenth of the time range, one record (of the first measurement). iot: TSBS's
-thirteen (queries/iot.py), each a custom shape.
+thirteen (queries/iot.py), each a custom shape. generic: drawn from any
+dataset's schema (queries/generic.py), in the basic shapes.
 
 Windows start on a multiple of their bucket width (so every dialect buckets a
 window alike); a window longer than the dataset becomes the whole dataset."""
@@ -135,8 +136,14 @@ for days in (1, 4, 12):
 
 # ---- relational study --------------------------------------------------------------------------
 
-def _read(rng, ctx: DatasetContext, part: str) -> dict:
-    t = ctx.tables.tables[0]
+def _first_table(rng, ctx: DatasetContext):
+    return ctx.tables.tables[0]
+
+
+def read_rows(rng, ctx: DatasetContext, part: str, pick=_first_table) -> dict:
+    """Rows of a measurement (pick(rng, ctx) -> its Table; the first by default): all of
+    them, a random tenth of the time range, or one record. The generic family's scan too."""
+    t = pick(rng, ctx)
     fields = list(t.field_names)
     p = {"shape": "rows", "measurement": t.name, "fields": fields, "types": _types(ctx, t.name, fields),
          "tag": None, "tag_values": None, "start": ctx.start_ns, "end": ctx.end_ns, "value_filter": None,
@@ -150,9 +157,9 @@ def _read(rng, ctx: DatasetContext, part: str) -> dict:
     return p
 
 
-register(QueryType("read-all", "relational", "every row of the first measurement", {}, partial(_read, part="all"),
+register(QueryType("read-all", "relational", "every row of the first measurement", {}, partial(read_rows, part="all"),
                    "rows"))
 register(QueryType("read-tenth", "relational", "the rows of a random tenth of the time range", {},
-                   partial(_read, part="tenth"), "rows"))
+                   partial(read_rows, part="tenth"), "rows"))
 register(QueryType("read-one", "relational", "one record: one entity at one random time", {},
-                   partial(_read, part="one"), "rows"))
+                   partial(read_rows, part="one"), "rows"))

@@ -171,11 +171,11 @@ def test_unsupported_type_raises():
 
 
 def test_declared_query_types():
-    """Listable without a server: every devops, flux and relational type in both languages,
-    and the iot types in InfluxQL."""
+    """Listable without a server: every devops, flux, relational and generic type in both
+    languages, and the iot types in InfluxQL."""
     from tsbench.queries.catalog import CATALOG
 
-    want = {n for n, qt in CATALOG.items() if qt.family in ("devops", "flux", "relational")}
+    want = {n for n, qt in CATALOG.items() if qt.family in ("devops", "flux", "relational", "generic")}
     iot = {n for n, qt in CATALOG.items() if qt.family == "iot"}
     assert len(iot) == 13
     assert list(InfluxTarget.dialects) == ["influxql", "flux"]      # InfluxQL the default

@@ -252,12 +252,13 @@ def test_unsupported_types_raise(devops):
         t.render(QuerySpec(0, "max-cpu-1", {**p, "value_filter": {"field": "usage_idle", "op": ">", "value": 5.0}}))
     caps = VictoriaMetricsTarget.capabilities()["query_types"]
     assert set(caps) <= set(CATALOG) and "high-cpu-1" not in caps and "lastpoint" in caps
-    # derived from the dialect: every type but the two filtered row types and the iot
-    # types, whose custom shapes MetricsQL does not implement
+    # derived from the dialect: every type but the filtered row types (two devops, one generic)
+    # and the iot types, whose custom shapes MetricsQL does not implement
     not_run = {n: why for n, why in MetricsQL.support().items() if why is not None}
     iot = {n for n, qt in CATALOG.items() if qt.family == "iot"}
-    assert iot and set(not_run) == {"high-cpu-1", "high-cpu-all"} | iot
-    assert all("raw samples" in not_run[n] for n in ("high-cpu-1", "high-cpu-all"))
+    filtered = {"high-cpu-1", "high-cpu-all", "generic-above-p90"}
+    assert iot and set(not_run) == filtered | iot
+    assert all("raw samples" in not_run[n] for n in filtered)
     assert all(not_run[n] == f"metricsql does not implement the {n} shape" for n in iot)
     assert set(caps) == set(CATALOG) - set(not_run)
 

@@ -37,6 +37,7 @@ from tsbench.core.errors import Unsupported
 from tsbench.databases.opentsdb.points import NAME_RE, metric
 from tsbench.queries.catalog import CATALOG, TSBS_DEVOPS
 from tsbench.queries.dialect import Dialect
+from tsbench.queries.generic import ROWS_FILTERED
 from tsbench.queries.shapes import columns
 
 MS = 10**6                    # ns per ms
@@ -93,7 +94,8 @@ class TsdbApi(Dialect):
 
     name = "opentsdb"
     excluded = {"high-cpu-all": _NO_VALUE_FILTER, "high-cpu-1": _NO_VALUE_FILTER,
-                **{f"flux-sum{b}-{d}d": _NO_VALUE_FILTER for b in ("", "-by-tag") for d in (1, 4, 12)}}
+                **{f"flux-sum{b}-{d}d": _NO_VALUE_FILTER for b in ("", "-by-tag") for d in (1, 4, 12)},
+                **dict.fromkeys(ROWS_FILTERED, _NO_VALUE_FILTER)}
 
     def aggregate(self, p: dict) -> TsdbQuery:
         if p.get("value_filter"):

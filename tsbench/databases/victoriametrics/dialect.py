@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from tsbench.core.errors import ServerLacks, Unsupported
 from tsbench.queries.dialect import Dialect
+from tsbench.queries.generic import ROWS_FILTERED
 from tsbench.queries.shapes import columns
 
 MS = 10**6                          # ns per ms
@@ -190,7 +191,7 @@ class MetricsQL(Dialect):
     groups of several series with unequal sample counts."""
 
     name = "metricsql"
-    excluded = {"high-cpu-all": _ROWS_WHERE, "high-cpu-1": _ROWS_WHERE}
+    excluded = {"high-cpu-all": _ROWS_WHERE, "high-cpu-1": _ROWS_WHERE, **dict.fromkeys(ROWS_FILTERED, _ROWS_WHERE)}
     one_selector = True         # several fields' max/min/sum/count by one selector (off: a union, one per field)
 
     def __init__(self, missing_functions=frozenset()):

@@ -171,7 +171,7 @@ class IotdbTree(Dialect):
         if vf:
             if vf["op"] not in OPS:
                 raise Unsupported(f"iotdb: value filter op {vf['op']!r}")
-            conds.append(f"{node(vf['field'])} {vf['op']} {num(vf['value'])}")
+            conds.append(f"{node(vf['field'])} {vf['op']} {_literal(p, vf)}")
         return f"SELECT {sel} FROM {', '.join(self._devices(p, tags, vals) or ['-'])} WHERE {' AND '.join(conds)}"
 
     @staticmethod
@@ -182,10 +182,20 @@ class IotdbTree(Dialect):
         return p["end"] > p["start"]
 
 
+def _literal(p: dict, vf: dict) -> str:
+    """A value filter's number: an integer literal for an integral value on an INT64 field
+    (IoTDB casts the literal to the column's type and refuses "134217729.0" for INT64)."""
+    kind = dict(zip(p["fields"], p["types"])).get(vf["field"])
+    x = vf["value"]
+    return str(int(x)) if kind == "int" and float(x).is_integer() else num(x)
+
+
 # ---- reading the answer ---------------------------------------------------------------------
 
 def _value(v, kind: str):
-    if v is None or (isinstance(v, float) and math.isnan(v)):
+    """A cell as a canonical value; None for a null (None, NaN, or pandas' NA of a nullable
+    integer column)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)) or type(v).__name__ == "NAType":
         return None
     if kind == "int":
         return int(float(v)) if isinstance(v, str) else int(v)
