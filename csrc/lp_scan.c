@@ -13,9 +13,6 @@
 
 #include "tsbench.h"
 
-#define FNV_OFFSET 1469598103934665603ULL
-#define FNV_PRIME 1099511628211ULL
-
 static inline uint64_t mix64(uint64_t x)
 {
     x ^= x >> 30;
@@ -25,41 +22,83 @@ static inline uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-/* what ends a name and what a backslash escapes in it */
+/* what ends a name (1) and starts an escape (2), per kind of name */
 enum { K_MEAS = 0, K_TAGKEY = 1, K_TAGVAL = 2, K_FIELDKEY = 3 };
-
-static inline int is_stop(int kind, char c)
-{
-    switch (kind) {
-    case K_MEAS: return c == ',' || c == ' ';
-    case K_TAGKEY: return c == ',' || c == ' ' || c == '=';
-    case K_TAGVAL: return c == ',' || c == ' ';
-    default: return c == ',' || c == ' ' || c == '=';
-    }
-}
+static const uint8_t STOP_MEAS[256] = {[','] = 1, [' '] = 1, ['\\'] = 2};
+static const uint8_t STOP_KEY[256] = {[','] = 1, [' '] = 1, ['='] = 1, ['\\'] = 2};
+static const uint8_t STOP_VAL[256] = {[','] = 1, [' '] = 1, ['\\'] = 2};
 
 static inline int is_escapable(int kind, char c)
 {
     return c == ',' || c == ' ' || (kind != K_MEAS && c == '=');
 }
 
-/* a name from p up to its first unescaped stop byte (or e): returns where it stopped,
- * the hash of its unescaped text in *h */
-static const char *scan_name(const char *p, const char *e, int kind, uint64_t *h)
+#define HASH_SEED 0x9e3779b97f4a7c15ULL
+#define HASH_MUL 0xff51afd7ed558ccdULL
+
+/* a name's hash from its state and length: one more multiplication (the schema mixes the
+ * hashes further where it needs them uniform) */
+static inline uint64_t hash_end(uint64_t h, uint64_t n)
 {
-    uint64_t x = FNV_OFFSET;
-    while (p < e) {
-        char c = *p;
-        if (c == '\\' && p + 1 < e && is_escapable(kind, p[1])) {
-            c = p[1];
-            p++;
-        } else if (is_stop(kind, c)) {
-            break;
-        }
-        x = (x ^ (unsigned char)c) * FNV_PRIME;
-        p++;
+    h = (h ^ n) * HASH_MUL;
+    return h ^ (h >> 32);
+}
+
+/* the hash state after the bytes [s, s + n), 8 at a time (the last word zero-padded): the
+ * same for a text whether it comes in one piece or in pieces of multiples of 8 bytes */
+static inline uint64_t hash_more(uint64_t h, const char *s, size_t n)
+{
+    uint64_t w;
+    for (; n >= 8; s += 8, n -= 8) {
+        memcpy(&w, s, 8);
+        h = (h ^ w) * HASH_MUL;
+        h = (h << 31) | (h >> 33);
     }
-    *h = x;
+    if (n) {
+        w = 0;
+        memcpy(&w, s, n);
+        h = (h ^ w) * HASH_MUL;
+        h = (h << 31) | (h >> 33);
+    }
+    return h;
+}
+
+/* a name with escapes from p: its unescaped bytes hashed through a small buffer */
+static const char *scan_escaped(const char *p, const char *e, int kind, const uint8_t *stop,
+                                size_t done, uint64_t *h)
+{
+    char tmp[256];
+    size_t k = 0, total = done;
+    uint64_t x = HASH_SEED;
+    for (; p < e; p++) {
+        char c = *p;
+        if (stop[(unsigned char)c] == 2 && p + 1 < e && is_escapable(kind, p[1]))
+            c = *++p;
+        else if (stop[(unsigned char)c] == 1)
+            break;
+        tmp[k++] = c;
+        if (k == sizeof tmp) {
+            x = hash_more(x, tmp, k);
+            total += k;
+            k = 0;
+        }
+    }
+    x = hash_more(x, tmp, k);
+    *h = hash_end(x, total + k);
+    return p;
+}
+
+/* a name from p up to its first unescaped stop byte (or e): returns where it stopped,
+ * the hash of its unescaped text in *h (the same whether escapes were used or not) */
+static inline const char *scan_name(const char *p, const char *e, int kind, uint64_t *h)
+{
+    const uint8_t *stop = kind == K_MEAS ? STOP_MEAS : kind == K_TAGVAL ? STOP_VAL : STOP_KEY;
+    const char *s = p;
+    while (p < e && !stop[(unsigned char)*p])
+        p++;
+    if (p < e && stop[(unsigned char)*p] == 2)
+        return scan_escaped(s, e, kind, stop, 0, h);
+    *h = hash_end(hash_more(HASH_SEED, s, (size_t)(p - s)), (uint64_t)(p - s));
     return p;
 }
 
@@ -123,6 +162,16 @@ static int parse_u64(const char *p, const char *e, uint64_t *out)
     if (p == e)
         return 0;
     uint64_t v = 0;
+    if (e - p <= 19) {                 /* 19 digits fit: no overflow checks */
+        for (; p < e; p++) {
+            unsigned d = (unsigned)(*p - '0');
+            if (d > 9)
+                return 0;
+            v = v * 10 + d;
+        }
+        *out = v;
+        return 1;
+    }
     for (; p < e; p++) {
         if (*p < '0' || *p > '9' || __builtin_mul_overflow(v, 10, &v) ||
             __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
@@ -181,7 +230,7 @@ static const char *scan_value(const char *p, const char *e, uint8_t *type, int64
     } else if (last == 'u') {
         *type = TS_LP_UINT;
         if (!parse_u64(p, q - 1, (uint64_t *)bits)) { *err = TS_LP_E_UINT; return NULL; }
-    } else if (is_bool(p, (size_t)(q - p), bits)) {
+    } else if ((*p == 't' || *p == 'T' || *p == 'f' || *p == 'F') && is_bool(p, (size_t)(q - p), bits)) {
         *type = TS_LP_BOOL;
     } else {
         double d;

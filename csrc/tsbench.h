@@ -448,7 +448,7 @@ enum { TS_LP_E_MEASUREMENT = 1,   /* no measurement name before the first comma 
 /* One batch of whole lines scanned into caller-provided arrays. The caller sets the inputs
  * and the arrays (all of them), ts_lp_scan sets the outputs. Spans are offsets in the
  * batch's buffer with lengths, escapes included (a name's text as written); hashes are of
- * the unescaped text (FNV-1a 64), so the same name escaped two ways hashes the same. */
+ * the unescaped text (64 bits, 8 bytes a step), so the same name escaped two ways hashes the same. */
 typedef struct ts_lp_scan {
     /* inputs */
     int32_t precision;     /* TS_PREC_*: the unit of the file's timestamps; times come out in ns */
