@@ -112,6 +112,14 @@ def bench_processes(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_import(session: nox.Session) -> None:
+    """the import's line-protocol scan of devops 100 hosts x 2 h: lines per CPU s (C alone, whole
+    schema scan, alternating rounds) and the peak RSS over the file once and three times."""
+    session.install("-e", ".")
+    session.run("python", "-m", "benchmarks.import_lp", *session.posargs)
+
+
+@nox.session
 def bench_load(session: nox.Session) -> None:
     """devops 100 hosts: the harness ceiling and local servers, rows/s and CPU seconds."""
     session.install("-e", ".")
