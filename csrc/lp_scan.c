@@ -404,3 +404,17 @@ int32_t ts_lp_scan_lines(ts_lp_scan *s, const char *buf, uint64_t len)
     }
     return TS_OK;
 }
+
+int32_t ts_lp_prev_times(const int64_t *ids, const int64_t *time, uint64_t n, int64_t *last,
+                         uint64_t n_series, int64_t *prev)
+{
+    if (n && (!ids || !time || !last || !prev))
+        return TS_ERR_ARG;
+    for (uint64_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || (uint64_t)ids[i] >= n_series)
+            return TS_ERR_ARG;
+        prev[i] = last[ids[i]];
+        last[ids[i]] = time[i];
+    }
+    return TS_OK;
+}

@@ -489,6 +489,12 @@ typedef struct ts_lp_scan {
  * every line was scanned, TS_ERR_SPACE when an array filled up (s->used: the bytes of the
  * whole lines done; scan buf + used next, with first_line + lines), TS_ERR_ARG. */
 int32_t ts_lp_scan_lines(ts_lp_scan *s, const char *buf, uint64_t len);
+
+/* each point's series' previous time, in file order: for i < n, prev[i] = last[ids[i]], then
+ * last[ids[i]] = time[i] (ids < n_series, checked; last: the caller's per-series state).
+ * TS_OK or TS_ERR_ARG */
+int32_t ts_lp_prev_times(const int64_t *ids, const int64_t *time, uint64_t n, int64_t *last,
+                         uint64_t n_series, int64_t *prev);
 /* CDEF END */
 
 #endif

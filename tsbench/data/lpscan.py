@@ -102,8 +102,7 @@ class SchemaScan:
             self._error(line, native.LP_ERRORS.get(code, f"error {code}"))
         if batch.points:
             self._shapes(buf, a)
-            self._new_series(buf, a)
-            self._steps(a)
+            self._steps(a, self._series_ids(buf, a))
 
     def _error(self, line: int, reason: str) -> None:
         if len(self.errors) < self.max_errors:
@@ -141,16 +140,16 @@ class SchemaScan:
             self._error(line, f"field {f[0]!r} of measurement {m.name!r} is {typ} here, "
                               f"{f[1]} at line {f[2]}")
 
-    def _new_series(self, buf, a: dict) -> None:
-        """Series not seen before: registered (no timestamp yet), their tags counted."""
-        uk, first = np.unique(a["series"], return_index=True)
-        pos = np.searchsorted(self.keys, uk)
-        known = np.zeros(len(uk), bool)
-        inside = pos < len(self.keys)
-        known[inside] = self.keys[pos[inside]] == uk[inside]
-        if known.all():
-            return
-        new, reps = uk[~known], np.sort(first[~known])
+    def _series_ids(self, buf, a: dict) -> np.ndarray:
+        """Each point's series as an index into the series state; series not seen before are
+        registered (no timestamp yet) and their tags counted."""
+        s = a["series"]
+        pos = np.searchsorted(self.keys, s)
+        if len(self.keys) and (self.keys[np.minimum(pos, len(self.keys) - 1)] == s).all():
+            return pos
+        known = np.isin(s, self.keys)
+        new, first = np.unique(s[~known], return_index=True)
+        reps = np.sort(np.flatnonzero(~known)[first])
         keys = np.concatenate([self.keys, new])
         order = np.argsort(keys, kind="stable")
         self.keys = keys[order]
@@ -158,6 +157,7 @@ class SchemaScan:
         for i in reps.tolist():
             self._measurement(buf, a, i).series += 1
         self._tags(buf, a, reps)
+        return np.searchsorted(self.keys, s)
 
     def _tags(self, buf, a: dict, reps: np.ndarray) -> None:
         """The tag keys and distinct values of the new series' first points (reps)."""
@@ -178,27 +178,17 @@ class SchemaScan:
             vals = vh[(meas == mh) & (kh == key)]
             t[1] = np.union1d(t[1], vals)[:TAG_VALUES_EXACT]
 
-    def _steps(self, a: dict) -> None:
+    def _steps(self, a: dict, ids: np.ndarray) -> None:
         """Each timed point against its series' previous one: steps, duplicates, out of order."""
         timed = a["has_time"].view(bool)
-        s, t = a["series"][timed], a["time"][timed]
-        if not len(s):
+        if not timed.any():
             return
-        order = np.argsort(s, kind="stable")
-        ss, tt, mh = s[order], t[order], a["meas"][timed][order]
-        start = np.ones(len(ss), bool)
-        start[1:] = ss[1:] != ss[:-1]
-        pos = np.searchsorted(self.keys, ss[start])
-        prev = np.empty_like(tt)
-        prev[1:] = tt[:-1]
-        prev[start] = self.last[pos]
-        end = np.ones(len(ss), bool)
-        end[:-1] = start[1:]
-        self.last[pos] = tt[end]
+        t, mh = a["time"][timed], a["meas"][timed]
+        prev = native.lp_prev_times(ids[timed].astype(np.int64), t, self.last)
         valid = prev != _NO_TIME
         for h in np.unique(mh).tolist():
             sel = mh == h
-            self._measure_steps(self.meas[h], tt[sel], (tt - prev)[sel & valid])
+            self._measure_steps(self.meas[h], t[sel], (t - prev)[sel & valid])
 
     @staticmethod
     def _measure_steps(m: _Measurement, times: np.ndarray, steps: np.ndarray) -> None:
@@ -299,7 +289,7 @@ def scan_stream(f, precision: str = "ns", chunk_bytes: int = CHUNK_BYTES, max_er
     newlines = 0
     ends_open = False
     for buf, length in chunks(f, chunk_bytes):
-        newlines += buf.count(b"\n", 0, length)
+        newlines += int(np.count_nonzero(np.frombuffer(buf, np.uint8, length) == 0x0A))
         ends_open = buf[length - 1] != 0x0A
         start = 0
         while start < length:

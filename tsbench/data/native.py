@@ -617,3 +617,15 @@ class LpScanner:
         arrays = {k: a[:got[_LP_ARRAYS[k][2]]] for k, a in self.np.items()}
         return LpBatch(int(s.used), int(s.lines), int(s.points), int(s.blank), int(s.comments),
                        int(s.errors), rc == 0, arrays)
+
+
+def lp_prev_times(ids: np.ndarray, times: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Each point's series' previous time in file order (ids: int64 indices into last, the
+    per-series last times, updated in place)."""
+    import numpy as np
+    prev = np.empty(len(ids), np.int64)
+    rc = lib.ts_lp_prev_times(ffi.cast("int64_t *", ids.ctypes.data), ffi.cast("int64_t *", times.ctypes.data),
+                              len(ids), ffi.cast("int64_t *", last.ctypes.data), len(last),
+                              ffi.cast("int64_t *", prev.ctypes.data))
+    _check(rc, "lp_prev_times")
+    return prev
