@@ -13,6 +13,10 @@
 
 #include "tsbench.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 static inline uint64_t mix64(uint64_t x)
 {
     x ^= x >> 30;
@@ -88,14 +92,34 @@ static const char *scan_escaped(const char *p, const char *e, int kind, const ui
     return p;
 }
 
+/* the first byte of [p, e) that is a comma, a space, a backslash, or with eq an equals sign
+ * (stop: the same set as a table, for the last bytes); 16 bytes a step with SSE2 */
+static inline const char *find_stop(const char *p, const char *e, const uint8_t *stop, int eq)
+{
+#ifdef __SSE2__
+    const __m128i comma = _mm_set1_epi8(','), space = _mm_set1_epi8(' '), bs = _mm_set1_epi8('\\');
+    const __m128i other = _mm_set1_epi8(eq ? '=' : ',');
+    for (; e - p >= 16; p += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, comma), _mm_cmpeq_epi8(x, space)),
+                                 _mm_or_si128(_mm_cmpeq_epi8(x, bs), _mm_cmpeq_epi8(x, other)));
+        unsigned bits = (unsigned)_mm_movemask_epi8(m);
+        if (bits)
+            return p + __builtin_ctz(bits);
+    }
+#endif
+    while (p < e && !stop[(unsigned char)*p])
+        p++;
+    return p;
+}
+
 /* a name from p up to its first unescaped stop byte (or e): returns where it stopped,
  * the hash of its unescaped text in *h (the same whether escapes were used or not) */
 static inline const char *scan_name(const char *p, const char *e, int kind, uint64_t *h)
 {
     const uint8_t *stop = kind == K_MEAS ? STOP_MEAS : kind == K_TAGVAL ? STOP_VAL : STOP_KEY;
     const char *s = p;
-    while (p < e && !stop[(unsigned char)*p])
-        p++;
+    p = find_stop(p, e, stop, stop == STOP_KEY);
     if (p < e && stop[(unsigned char)*p] == 2)
         return scan_escaped(s, e, kind, stop, 0, h);
     *h = hash_end(hash_more(HASH_SEED, s, (size_t)(p - s)), (uint64_t)(p - s));
@@ -219,8 +243,8 @@ static const char *scan_value(const char *p, const char *e, uint8_t *type, int64
         return q;
     }
     const char *q = p;
-    while (q < e && *q != ',' && *q != ' ')
-        q++;
+    while ((q = find_stop(q, e, STOP_VAL, 0)) < e && *q == '\\')   /* a backslash: not a number's, */
+        q++;                                                       /* a boolean's or an end */
     *vs = p; *ve = q;
     if (q == p) { *err = TS_LP_E_NO_VALUE; return NULL; }
     char last = q[-1];
