@@ -49,8 +49,9 @@ static inline uint64_t hash_end(uint64_t h, uint64_t n)
 }
 
 /* the hash state after the bytes [s, s + n), 8 at a time (the last word zero-padded): the
- * same for a text whether it comes in one piece or in pieces of multiples of 8 bytes */
-static inline uint64_t hash_more(uint64_t h, const char *s, size_t n)
+ * same for a text whether it comes in one piece or in pieces of multiples of 8 bytes. Bytes
+ * up to lim may be read (the last word is one load, masked, when it fits before lim). */
+static inline uint64_t hash_more(uint64_t h, const char *s, size_t n, const char *lim)
 {
     uint64_t w;
     for (; n >= 8; s += 8, n -= 8) {
@@ -59,8 +60,17 @@ static inline uint64_t hash_more(uint64_t h, const char *s, size_t n)
         h = (h << 31) | (h >> 33);
     }
     if (n) {
-        w = 0;
-        memcpy(&w, s, n);
+        if (lim - s >= 8) {
+            memcpy(&w, s, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+            w &= ~0ULL << (64 - 8 * n);      /* the first n bytes, as memcpy of n would leave them */
+#else
+            w &= ~0ULL >> (64 - 8 * n);
+#endif
+        } else {
+            w = 0;
+            memcpy(&w, s, n);
+        }
         h = (h ^ w) * HASH_MUL;
         h = (h << 31) | (h >> 33);
     }
@@ -82,12 +92,12 @@ static const char *scan_escaped(const char *p, const char *e, int kind, const ui
             break;
         tmp[k++] = c;
         if (k == sizeof tmp) {
-            x = hash_more(x, tmp, k);
+            x = hash_more(x, tmp, k, tmp + sizeof tmp);
             total += k;
             k = 0;
         }
     }
-    x = hash_more(x, tmp, k);
+    x = hash_more(x, tmp, k, tmp + sizeof tmp);
     *h = hash_end(x, total + k);
     return p;
 }
@@ -122,7 +132,7 @@ static inline const char *scan_name(const char *p, const char *e, int kind, uint
     p = find_stop(p, e, stop, stop == STOP_KEY);
     if (p < e && stop[(unsigned char)*p] == 2)
         return scan_escaped(s, e, kind, stop, 0, h);
-    *h = hash_end(hash_more(HASH_SEED, s, (size_t)(p - s)), (uint64_t)(p - s));
+    *h = hash_end(hash_more(HASH_SEED, s, (size_t)(p - s), e), (uint64_t)(p - s));
     return p;
 }
 
