@@ -8,6 +8,7 @@
  * any other byte is itself. Integers end in i, unsigned integers in u; booleans are t, T,
  * true, True, TRUE, f, F, false, False, FALSE; everything else numeric is a float. */
 
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,9 +140,40 @@ static inline const char *scan_name(const char *p, const char *e, int kind, uint
 static const double POW10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
                                  1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+/* the decimal m * 10^exp10 (m < 2^64, |exp10| <= 22) rounded to a double, when that can be
+ * done exactly here: m < 2^53 by one double operation (both operands exact, Clinger's fast
+ * path); up to 2^64 by one x87 extended operation (64-bit significand: m and 10^k, k <= 27,
+ * are exact, the result is within half an extended unit), rounded to double unless it
+ * lands exactly on a midpoint between two doubles, where the true value could be on either
+ * side. 0: not done (strtod then). */
+static int decimal_to_double(uint64_t m, int exp10, double *out)
+{
+    if (exp10 < -22 || exp10 > 22)
+        return 0;
+    if (m < (1ULL << 53)) {
+        double d = (double)m;
+        *out = exp10 < 0 ? d / POW10[-exp10] : d * POW10[exp10];
+        return 1;
+    }
+#if LDBL_MANT_DIG == 64
+    static const long double P10L[23] = {1e0L, 1e1L, 1e2L, 1e3L, 1e4L, 1e5L, 1e6L, 1e7L, 1e8L, 1e9L,
+        1e10L, 1e11L, 1e12L, 1e13L, 1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L, 1e20L, 1e21L, 1e22L};
+    long double x = (long double)m;    /* 10^k = 5^k 2^k: exact, 5^22 < 2^52 */
+    x = exp10 < 0 ? x / P10L[-exp10] : x * P10L[exp10];
+    uint64_t sig;
+    memcpy(&sig, &x, sizeof sig);      /* x86 extended: the low 8 bytes are the significand */
+    if ((sig & 0x7ff) == 0x400)        /* exactly halfway between two doubles: undecided */
+        return 0;
+    *out = (double)x;
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 /* a float [p, e): [+-]digits[.digits][(e|E)[+-]digits] with at least one digit before the
- * exponent. Exact by one multiplication or division when the digits fit in 53 bits and the
- * power of ten in 22 (every double involved is exact); strtod otherwise. 0 when not one. */
+ * exponent, by decimal_to_double when its digits fit in 19 (none dropped), else strtod.
+ * 0 when not one. */
 static int parse_float(const char *p, const char *e, double *out)
 {
     const char *s = p;
@@ -149,14 +181,15 @@ static int parse_float(const char *p, const char *e, double *out)
     if (p < e && (*p == '-' || *p == '+'))
         neg = *p++ == '-';
     uint64_t m = 0;
-    int digits = 0, sig = 0, exp10 = 0;
+    int digits = 0, sig = 0, exp10 = 0, dropped = 0;
     for (; p < e && *p >= '0' && *p <= '9'; p++, digits++) {
         if (sig < 19) { m = m * 10 + (uint64_t)(*p - '0'); sig += (m != 0); }
-        else exp10++;
+        else { exp10++; dropped = 1; }
     }
     if (p < e && *p == '.') {
         for (p++; p < e && *p >= '0' && *p <= '9'; p++, digits++) {
             if (sig < 19) { m = m * 10 + (uint64_t)(*p - '0'); sig += (m != 0); exp10--; }
+            else dropped = 1;
         }
     }
     if (!digits)
@@ -174,9 +207,8 @@ static int parse_float(const char *p, const char *e, double *out)
     }
     if (p != e)
         return 0;
-    if (m < (1ULL << 53) && exp10 >= -22 && exp10 <= 22) {
-        double d = (double)m;
-        d = exp10 < 0 ? d / POW10[-exp10] : d * POW10[exp10];
+    double d;
+    if (!dropped && decimal_to_double(m, exp10, &d)) {
         *out = neg ? -d : d;
         return 1;
     }

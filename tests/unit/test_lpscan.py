@@ -192,3 +192,33 @@ def test_steps_regularity():
     assert m["interval"] == {"steps": 147, "min_ns": 10 ** 10, "p10_ns": 10 ** 10, "median_ns": 10 ** 10,
                              "p90_ns": 10 ** 10, "max_ns": 10 ** 10, "regular_share": 1.0}
     assert np.isclose(m["time"]["max_ns"], 49 * 10 ** 10)
+
+
+def _hard_floats(n: int) -> list[str]:
+    """Shortest texts of random doubles, 17 to 19 digit decimals next to the midpoints between
+    two doubles (where a rounding shortcut goes wrong), 19-20 digit integers times 10^+-22."""
+    import math
+    import random
+    from decimal import Decimal, getcontext
+    getcontext().prec = 60
+    rng, texts = random.Random(7), []
+    for _ in range(n):
+        d = rng.uniform(1, 1e6) * 10 ** rng.randint(-6, 6)
+        mid = (Decimal(d) + Decimal(math.nextafter(d, math.inf))) / 2
+        texts.append(repr(d))
+        for digits in (17, 18, 19):
+            unit = Decimal(1).scaleb(mid.adjusted() - digits + 1)
+            q = mid.quantize(unit)
+            texts += [format(q, "f"), format(q + unit, "f"), format(q - unit, "f")]
+        texts += [f"{rng.randrange(10 ** 18, 2 ** 64)}e-{rng.randint(0, 22)}", f"{rng.randrange(10 ** 18, 2 ** 64)}e{rng.randint(0, 22)}"]
+    return texts
+
+
+def test_floats_round_as_python_does():
+    texts = _hard_floats(300)
+    buf = "".join(f"m f={t}\n" for t in texts).encode()
+    b = native.LpScanner(len(texts), 1, len(texts), 10).scan(buf, 0, len(buf), 1)
+    assert b.points == len(texts)
+    got = b.arrays["field_value"].view(np.float64)
+    bad = [t for t, g in zip(texts, got.tolist()) if g != float(t)]
+    assert not bad, bad[:5]
