@@ -185,10 +185,11 @@ class SchemaScan:
             return
         t, mh = a["time"][timed], a["meas"][timed]
         prev = native.lp_prev_times(ids[timed].astype(np.int64), t, self.last)
-        valid = prev != _NO_TIME
+        steps = t - prev
+        compared = prev != _NO_TIME
         for h in np.unique(mh).tolist():
             sel = mh == h
-            self._measure_steps(self.meas[h], t[sel], (t - prev)[sel & valid])
+            self._measure_steps(self.meas[h], t[sel], steps[sel & compared])
 
     @staticmethod
     def _measure_steps(m: _Measurement, times: np.ndarray, steps: np.ndarray) -> None:
@@ -196,7 +197,15 @@ class SchemaScan:
         m.compared += len(steps)
         m.out_of_order += int(np.count_nonzero(steps < 0))
         m.duplicates += int(np.count_nonzero(steps == 0))
-        vals, cnt = np.unique(_round3(steps[steps > 0]), return_counts=True)
+        pos = steps[steps > 0]
+        if not len(pos):
+            return
+        lo, hi = int(pos.min()), int(pos.max())
+        if lo == hi:                       # regular data: one step, no sort
+            lo = int(_round3(pos[:1])[0])
+            m.steps[lo] = m.steps.get(lo, 0) + len(pos)
+            return
+        vals, cnt = np.unique(_round3(pos), return_counts=True)
         for v, n in zip(vals.tolist(), cnt.tolist()):
             m.steps[v] = m.steps.get(v, 0) + n
 
