@@ -278,8 +278,25 @@ def render_templates(ops, part, pad):
     assert not len(ends) or int(ends[-1]) == len(text)
 
 
+@strategies(data=st.data(), chunk=st.integers(1, 200), points=st.integers(1, 9))
+def lp_schema_scan(data, chunk, points):
+    """The import's scan of mutated line protocol (tsbench.data.lpscan over csrc/lp_scan.c):
+    every line counted once (points, blank, comments, errors) against the file's lines, each
+    error at a line of the file, and the same schema whatever the chunks and scan arrays."""
+    import io
+
+    from tsbench.data import lpscan
+    raw = data.draw(data_bytes("influx"))
+    whole = lpscan.scan_stream(io.BytesIO(raw))
+    c = whole["counts"]
+    assert c["lines"] == c["file_lines"] == raw.count(b"\n") + (not raw.endswith(b"\n") and len(raw) > 0)
+    assert all(1 <= e["line"] <= c["lines"] for e in whole["errors"])
+    small = native.LpScanner(points, 16 * points, 16 * points)
+    assert lpscan.scan_stream(io.BytesIO(raw), chunk_bytes=chunk, scanner=small) == whole
+
+
 PROPERTIES = {"cut": cut_whole_lines, "queries": queries_reader, "experiment": experiment_reader,
-              "render": render_templates}
+              "render": render_templates, "lpscan": lp_schema_scan}
 
 
 def check(name: str, examples: int) -> None:

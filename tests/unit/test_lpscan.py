@@ -222,3 +222,10 @@ def test_floats_round_as_python_does():
     got = b.arrays["field_value"].view(np.float64)
     bad = [t for t, g in zip(texts, got.tolist()) if g != float(t)]
     assert not bad, bad[:5]
+
+
+def test_a_line_larger_than_the_arrays_grows_them():
+    wide = b"m,a=1,b=2,c=3 " + b",".join(b"f%d=%di" % (i, i) for i in range(40)) + b" 1\nm,a=1,b=2,c=3 f0=1i 2\n"
+    schema = lpscan.scan_stream(io.BytesIO(wide), scanner=native.LpScanner(1, 2, 16))
+    m = schema["measurements"]["m"]
+    assert (m["points"], len(m["fields"]), m["fields"]["f39"]["nulls"], len(m["tags"])) == (2, 40, 1, 3)

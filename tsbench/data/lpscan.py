@@ -305,8 +305,8 @@ def scan_stream(f, precision: str = "ns", chunk_bytes: int = CHUNK_BYTES, max_er
             batch = scanner.scan(buf, start, length, schema.counts["lines"] + 1, precision)
             schema.feed(memoryview(buf)[start:length], batch)
             start += batch.used
-            if not batch.done and batch.used == 0:
-                raise RuntimeError("lp scan: one line exceeds the scan arrays")
+            if not batch.done and batch.used == 0:     # one line has more tags or fields than the arrays
+                scanner = scanner.grown()
     out = schema.result()
     c = out["counts"]
     file_lines = newlines + ends_open

@@ -605,6 +605,11 @@ class LpScanner:
         for k, (ct, _, _) in _LP_ARRAYS.items():
             setattr(self.c, k, ffi.cast(ct + " *", self.np[k].ctypes.data))
 
+    def grown(self) -> LpScanner:
+        """A scanner with twice the room (a line with more tags or fields than this one holds)."""
+        c = self.caps
+        return LpScanner(2 * c["p"], 2 * c["t"], 2 * c["f"], c["e"])
+
     def scan(self, buf, start: int, end: int, first_line: int, precision: str = "ns") -> LpBatch:
         """Scan the whole lines of buf[start:end] (first_line: the file line number of the first)."""
         s = self.c
