@@ -229,3 +229,11 @@ def test_a_line_larger_than_the_arrays_grows_them():
     schema = lpscan.scan_stream(io.BytesIO(wide), scanner=native.LpScanner(1, 2, 16))
     m = schema["measurements"]["m"]
     assert (m["points"], len(m["fields"]), m["fields"]["f39"]["nulls"], len(m["tags"])) == (2, 40, 1, 3)
+
+
+def test_unescape_names_and_strings():
+    pts = decode(GOLDEN, scan(GOLDEN))
+    assert lpscan.unescape(pts[0][2][0][1], lpscan.NAME_ESCAPES) == "a b"
+    assert lpscan.unescape(pts[5][1], lpscan.MEASUREMENT_ESCAPES) == "my meas,x"
+    assert lpscan.unescape(b"a\\=b\\x\\\\", lpscan.NAME_ESCAPES) == "a=b\\x\\\\"    # other backslashes stay
+    assert lpscan.unescape_string(pts[0][3][3][2]) == b'say "hi" \\o/'

@@ -38,9 +38,19 @@ class LpScanError(UserError):
         super().__init__("\n".join(lines) + (f"\n... and {more} more" if more > 0 else ""))
 
 
-def _unescape(raw: bytes, specials: bytes) -> str:
+MEASUREMENT_ESCAPES, NAME_ESCAPES = b", ", b",= "   # what a backslash escapes in a measurement; a key or tag value
+
+
+def unescape(raw: bytes, specials: bytes) -> str:
+    """A name's text as written (a span of the scan) without its escapes: a backslash before
+    one of specials is dropped, before anything else kept (InfluxDB's rules)."""
     text = raw.decode("utf-8", "replace")
     return re.sub(r"\\([" + re.escape(specials.decode()) + "])", r"\1", text)
+
+
+def unescape_string(raw: bytes) -> bytes:
+    """A string field value as the scan spans it (inside the quotes) without its escapes."""
+    return re.sub(rb'\\(["\\])', rb"\1", raw)
 
 
 def _mix(h: np.ndarray) -> np.ndarray:
@@ -113,7 +123,7 @@ class SchemaScan:
         m = self.meas.get(h)
         if m is None:
             off, n = int(a["meas_off"][i]), int(a["meas_len"][i])
-            m = self.meas[h] = _Measurement(_unescape(bytes(buf[off:off + n]), b", "))
+            m = self.meas[h] = _Measurement(unescape(bytes(buf[off:off + n]), MEASUREMENT_ESCAPES))
         return m
 
     def _shapes(self, buf, a: dict) -> None:
@@ -134,7 +144,7 @@ class SchemaScan:
         f = m.fields.get(kh)
         if f is None:
             off, kl = int(a["field_off"][j]), int(a["field_klen"][j])
-            f = m.fields[kh] = [_unescape(bytes(buf[off:off + kl]), b",= "), typ, line, 0]
+            f = m.fields[kh] = [unescape(bytes(buf[off:off + kl]), NAME_ESCAPES), typ, line, 0]
         f[3] += n
         if f[1] != typ and not known:
             self._error(line, f"field {f[0]!r} of measurement {m.name!r} is {typ} here, "
@@ -174,7 +184,7 @@ class SchemaScan:
             t = m.tags.get(key)
             if t is None:
                 off, kl = int(a["tag_off"][idx[j]]), int(a["tag_klen"][idx[j]])
-                t = m.tags[key] = [_unescape(bytes(buf[off:off + kl]), b",= "), np.empty(0, np.uint64)]
+                t = m.tags[key] = [unescape(bytes(buf[off:off + kl]), NAME_ESCAPES), np.empty(0, np.uint64)]
             vals = vh[(meas == mh) & (kh == key)]
             t[1] = np.union1d(t[1], vals)[:TAG_VALUES_EXACT]
 
