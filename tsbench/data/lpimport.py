@@ -220,14 +220,14 @@ class Importer:
         return {t.name: t.rows for t in sorted(self.tables.values(), key=lambda t: t.name)}
 
 
-def _write(path: str, folder: Path, schema: dict, precision: str, progress) -> tuple[dict, dict]:
+def _write(path: str, folder: Path, schema: dict, precision: str, progress, chunk_bytes: int) -> tuple[dict, dict]:
     """Scan the file again into the Importer: (rows per measurement, source facts)."""
     importer = Importer(folder, schema)
     scanner = native.LpScanner(1 << 15, 1 << 19, 1 << 19, lpscan.MAX_ERRORS)
     sha, size, lines = hashlib.sha256(), 0, 0
     try:
         with open(path, "rb") as f:
-            for buf, length in lpscan.chunks(f):
+            for buf, length in lpscan.chunks(f, chunk_bytes):
                 sha.update(memoryview(buf)[:length])
                 size += length
                 start = 0
@@ -248,7 +248,8 @@ class ImportCountError(RuntimeError):
     """Rows written differ from the scan's points: a bug, never the data's fault."""
 
 
-def import_file(path: str, output: str, precision: str = "ns", progress=lambda done: None) -> dict:
+def import_file(path: str, output: str, precision: str = "ns", progress=lambda done: None,
+                chunk_bytes: int = lpscan.CHUNK_BYTES) -> dict:
     """Import a line-protocol file into the folder output (which must not exist); returns the
     import.json written. LpScanError (FILE:LINE: reason) before anything is written when a
     line does not parse or a field's type changes. progress(bytes done of 2 x the file's size)."""
@@ -256,7 +257,7 @@ def import_file(path: str, output: str, precision: str = "ns", progress=lambda d
     if out.exists():
         raise UserError(f"-o {output}: exists already (the import writes a new folder)")
     size = os.path.getsize(path)
-    schema = lpscan.scan_file(path, precision)
+    schema = lpscan.scan_file(path, precision, chunk_bytes)
     progress(size)
     for name, m in schema["measurements"].items():
         arrow_schema(name, m)                  # names that cannot be columns: before anything is written
@@ -264,7 +265,8 @@ def import_file(path: str, output: str, precision: str = "ns", progress=lambda d
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
-        rows, source = _write(path, tmp, schema, precision, lambda done: progress(size + done))
+        rows, source = _write(path, tmp, schema, precision, lambda done: progress(size + done),
+                              chunk_bytes)
         points = {name: m["points"] for name, m in schema["measurements"].items()}
         if rows != dict(sorted(points.items())) or source["lines"] != schema["counts"]["lines"]:
             raise ImportCountError(f"import: rows {rows} against the scan's points {points}")
