@@ -150,6 +150,17 @@ class Importer:
                 known[kh] = lpscan.unescape(bytes(buf[off:off + kl]), lpscan.NAME_ESCAPES)
 
     def _tags(self, t: _Table, buf, bufnp, a: dict, pts: np.ndarray) -> dict:
+        """The tag columns: read from one point per series (a series is its tag set), then
+        taken for every point of the series."""
+        import pyarrow as pa
+        _, rep, inv = np.unique(a["series"][pts], return_index=True, return_inverse=True)
+        cols = self._tag_values(t, buf, bufnp, a, pts[rep])
+        if len(rep) == len(pts) and np.array_equal(rep, np.arange(len(pts))):
+            return cols
+        idx = pa.array(inv.reshape(-1).astype(np.int32))
+        return {k: v.take(idx) for k, v in cols.items()}
+
+    def _tag_values(self, t: _Table, buf, bufnp, a: dict, pts: np.ndarray) -> dict:
         ends = a["tag_end"][pts].astype(np.int64)
         starts = np.where(pts > 0, a["tag_end"][np.maximum(pts - 1, 0)], 0).astype(np.int64)
         per = ends - starts
