@@ -135,3 +135,11 @@ def test_broken_line_cli_exit_2_nothing_written(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"tsbench: error: {src}:3: a tag without '=' or with an empty key or value"
     assert sorted(os.listdir(tmp_path)) == ["bad.lp"]
+
+
+def test_rows_against_points_checked_and_folder_removed(tmp_path, monkeypatch):
+    close = lpimport.Importer.close
+    monkeypatch.setattr(lpimport.Importer, "close", lambda self: {**close(self), "cpu": 4})
+    with pytest.raises(lpimport.ImportCountError, match="rows"):
+        imported(tmp_path, GOLDEN, precision="us")
+    assert sorted(os.listdir(tmp_path)) == ["in.lp"]
