@@ -97,7 +97,16 @@ def test_chunks_and_row_groups_change_nothing_but_groups(tmp_path, monkeypatch):
     _, small = imported(tmp_path, data, "b.lp", chunk_bytes=64)
     assert rows(small, "w") == rows(whole, "w") == NULLS_ROWS * 50
     assert pq.ParquetFile(small / "w.parquet").num_row_groups > 5
+    assert sorted(os.listdir(small)) == ["import.json", "w.parquet"]     # its parts merged
     assert pq.ParquetFile(whole / "w.parquet").num_row_groups == 1
+
+
+def test_a_tag_and_a_field_first_seen_late(tmp_path):
+    data = b"w f=1i 1\n" * 40 + b"w,late=x\\,y f=2i,z=\"s\" 2\n"
+    _, out = imported(tmp_path, data, chunk_bytes=32)
+    assert rows(out, "w") == [{"time": 1, "late": None, "f": 1, "z": None}] * 40 + \
+        [{"time": 2, "late": "x,y", "f": 2, "z": "s"}]
+    assert sorted(os.listdir(out)) == ["import.json", "w.parquet"]
 
 
 def test_deterministic_bytes(tmp_path):

@@ -28,7 +28,7 @@ def import_cmd(file, output, precision, quiet) -> None:
     if not os.path.isfile(file):
         raise UserError(f"{file}: no such file")
     size = os.path.getsize(file)
-    bar = Progress(2 * size, f"import {os.path.basename(file)}", not quiet)
+    bar = Progress(size, f"import {os.path.basename(file)}", not quiet)
     try:
         manifest = import_file(file, output, precision, bar.update)
     finally:

@@ -84,10 +84,14 @@ def _placed(n: int, rows: np.ndarray, values):
 
 @dataclass
 class _Table:
-    """One measurement's output: its Parquet writer, column names, and rows waiting for it."""
+    """One measurement's output: its current schema and Parquet writer, the files written so
+    far (a new one each time a tag or field appears), column names, rows waiting."""
     name: str
-    schema: object
-    writer: object
+    file: str
+    schema: object = None
+    writer: object = None
+    known: tuple = (-1, -1)                            # (tags, fields) the schema was made for
+    parts: list = field(default_factory=list)
     tag_names: dict = field(default_factory=dict)     # key hash -> tag name
     field_names: dict = field(default_factory=dict)   # key hash -> field name
     pending: list = field(default_factory=list)
@@ -95,41 +99,53 @@ class _Table:
     rows: int = 0
 
 
-class Importer:
-    """Writes the batches of a scanned file into per-measurement Parquet files under folder."""
+def _current(m) -> dict:
+    """A measurement of a SchemaScan in progress as lpscan's schema dict has it (names, types)."""
+    return {"tags": {name: {} for name in sorted(t[0] for t in m.tags.values())},
+            "fields": {f[0]: {"type": f[1]} for f in sorted(m.fields.values(), key=lambda f: f[0])}}
 
-    def __init__(self, folder: Path, schema: dict):
+
+class Importer:
+    """Writes the batches of a file being scanned into per-measurement Parquet files under
+    folder (the sink of lpscan.scan_stream); nothing more once the scan has found an error."""
+
+    def __init__(self, folder: Path):
         import pyarrow.parquet as pq
         self.folder = folder
         self.tables: dict[int, _Table] = {}
-        self.names = {}
-        self.schemas = {name: arrow_schema(name, m) for name, m in schema["measurements"].items()}
-        self.files = {name: file_name(name) for name in schema["measurements"]}
-        if len(set(self.files.values())) != len(self.files):
-            raise UserError("two measurements' names map to one file name; rename one in the file")
+        self.failed = False
         self._pq = pq
 
-    def _table(self, buf, a: dict, i: int) -> _Table:
-        h = int(a["meas"][i])
+    def _table(self, scan: lpscan.SchemaScan, h: int) -> _Table:
         t = self.tables.get(h)
         if t is None:
-            off, n = int(a["meas_off"][i]), int(a["meas_len"][i])
-            name = lpscan.unescape(bytes(buf[off:off + n]), lpscan.MEASUREMENT_ESCAPES)
-            schema = self.schemas[name]
-            writer = self._pq.ParquetWriter(str(self.folder / self.files[name]), schema, compression="zstd")
-            t = self.tables[h] = _Table(name, schema, writer)
+            name = scan.meas[h].name
+            t = self.tables[h] = _Table(name, file_name(name))
+            if len({x.file for x in self.tables.values()}) != len(self.tables):
+                raise UserError(f"measurement {name!r}: its file name {t.file} is another's; rename one")
+        m = scan.meas[h]
+        if (len(m.tags), len(m.fields)) != t.known:      # a new tag or field: a new file from here
+            self._flush(t)
+            if t.writer is not None:
+                t.writer.close()
+                t.writer = None
+            t.schema, t.known = arrow_schema(t.name, _current(m)), (len(m.tags), len(m.fields))
+            path = self.folder / (t.file if not t.parts else f".{t.file}.part{len(t.parts)}")
+            t.parts.append(path)
+            t.writer = self._pq.ParquetWriter(str(path), t.schema, compression="zstd")
         return t
 
-    def feed(self, buf, batch: native.LpBatch) -> None:
+    def feed(self, scan: lpscan.SchemaScan, buf, batch: native.LpBatch) -> None:
         """Add one scanned batch (buf: the buffer its spans point into, from its start)."""
+        self.failed = self.failed or bool(scan.errors or scan.counts["errors"])
         a = batch.arrays
-        if not batch.points:
+        if not batch.points or self.failed:
             return
         bufnp = np.frombuffer(buf, np.uint8)
         meas = a["meas"]
         for h in np.unique(meas).tolist():
             pts = np.flatnonzero(meas == np.uint64(h))
-            t = self._table(buf, a, int(pts[0]))
+            t = self._table(scan, h)
             cols = {"time": self._times(a, pts)}
             cols.update(self._tags(t, buf, bufnp, a, pts))
             cols.update(self._fields(t, buf, bufnp, a, pts))
@@ -224,63 +240,88 @@ class Importer:
         t.pending, t.pending_rows = [], 0
 
     def close(self) -> dict[str, int]:
-        """Flush and close every file: rows written per measurement."""
+        """Flush and close every file, a measurement's parts merged into its file: rows
+        written per measurement."""
         for t in self.tables.values():
+            if t.writer is None:
+                continue
             self._flush(t)
             t.writer.close()
+            if len(t.parts) > 1 and not self.failed:
+                _merge(t.parts, t.schema, self.folder / t.file)
         return {t.name: t.rows for t in sorted(self.tables.values(), key=lambda t: t.name)}
 
 
-def _write(path: str, folder: Path, schema: dict, precision: str, progress, chunk_bytes: int) -> tuple[dict, dict]:
-    """Scan the file again into the Importer: (rows per measurement, source facts)."""
-    importer = Importer(folder, schema)
-    scanner = native.LpScanner(1 << 15, 1 << 19, 1 << 19, lpscan.MAX_ERRORS)
-    sha, size, lines = hashlib.sha256(), 0, 0
-    try:
-        with open(path, "rb") as f:
-            for buf, length in lpscan.chunks(f, chunk_bytes):
-                sha.update(memoryview(buf)[:length])
-                size += length
-                start = 0
-                while start < length:
-                    batch = scanner.scan(buf, start, length, lines + 1, precision)
-                    importer.feed(memoryview(buf)[start:length], batch)
-                    lines += batch.lines
-                    start += batch.used
-                    if not batch.done and batch.used == 0:
-                        scanner = scanner.grown()
-                progress(size)
-    finally:
-        rows = importer.close()
-    return rows, {"size": size, "sha256": sha.hexdigest(), "lines": lines}
+def _merge(parts: list[Path], schema, out: Path) -> None:
+    """One Parquet file of schema from parts whose columns are subsets of it (absent: null),
+    row group by row group (memory bounded by one)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    merged = out.with_name(f".{out.name}.merged")
+    with pq.ParquetWriter(str(merged), schema, compression="zstd") as writer:
+        for part in parts:
+            pf = pq.ParquetFile(str(part))
+            for g in range(pf.num_row_groups):
+                got = pf.read_row_group(g)
+                cols = [got.column(f.name) if f.name in got.column_names else pa.nulls(len(got), f.type)
+                        for f in schema]
+                writer.write_table(pa.Table.from_arrays(cols, schema=schema), row_group_size=max(len(got), 1))
+    for part in parts:
+        part.unlink()
+    merged.rename(out)
+
+
+class _Hashing:
+    """A binary file read through readinto, its bytes hashed and counted on the way."""
+
+    def __init__(self, f, progress):
+        self.f, self.progress, self.sha, self.size = f, progress, hashlib.sha256(), 0
+
+    def readinto(self, view) -> int:
+        n = self.f.readinto(view)
+        with memoryview(view) as v:
+            self.sha.update(v[:n])
+        self.size += n
+        self.progress(self.size)
+        return n
 
 
 class ImportCountError(RuntimeError):
     """Rows written differ from the scan's points: a bug, never the data's fault."""
 
 
+def _scan_into(path: str, tmp: Path, precision: str, progress, chunk_bytes: int) -> tuple[dict, dict, dict]:
+    """Read the file once: its schema, the rows written per measurement, source facts."""
+    importer = Importer(tmp)
+    with open(path, "rb") as f:
+        source = _Hashing(f, progress)
+        try:
+            schema = lpscan.scan_stream(source, precision, chunk_bytes, sink=importer.feed)
+        finally:
+            rows = importer.close()
+    if schema["errors"]:
+        raise lpscan.LpScanError(str(path), schema)
+    points = {name: m["points"] for name, m in sorted(schema["measurements"].items())}
+    if rows != points:
+        raise ImportCountError(f"import: rows {rows} against the scan's points {points}")
+    return schema, rows, {"size": source.size, "sha256": source.sha.hexdigest(), "lines": schema["counts"]["lines"]}
+
+
 def import_file(path: str, output: str, precision: str = "ns", progress=lambda done: None,
                 chunk_bytes: int = lpscan.CHUNK_BYTES) -> dict:
-    """Import a line-protocol file into the folder output (which must not exist); returns the
-    import.json written. LpScanError (FILE:LINE: reason) before anything is written when a
-    line does not parse or a field's type changes. progress(bytes done of 2 x the file's size)."""
+    """Import a line-protocol file into the folder output (which must not exist), reading it
+    once; returns the import.json written. LpScanError (FILE:LINE: reason) when a line does
+    not parse or a field's type changes, and nothing is left. progress(bytes read)."""
     out = Path(output)
     if out.exists():
         raise UserError(f"-o {output}: exists already (the import writes a new folder)")
-    size = os.path.getsize(path)
-    schema = lpscan.scan_file(path, precision, chunk_bytes)
-    progress(size)
-    for name, m in schema["measurements"].items():
-        arrow_schema(name, m)                  # names that cannot be columns: before anything is written
+    if precision not in native.PRECISIONS:
+        raise UserError(f"unknown precision {precision!r} (one of {', '.join(native.PRECISIONS)})")
     tmp = out.parent / f".{out.name}.importing-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
-        rows, source = _write(path, tmp, schema, precision, lambda done: progress(size + done),
-                              chunk_bytes)
-        points = {name: m["points"] for name, m in schema["measurements"].items()}
-        if rows != dict(sorted(points.items())) or source["lines"] != schema["counts"]["lines"]:
-            raise ImportCountError(f"import: rows {rows} against the scan's points {points}")
+        schema, rows, source = _scan_into(path, tmp, precision, progress, chunk_bytes)
         manifest = {"format": "tsbench-import", "version": 1,
                     "source": {"path": str(path), **source},
                     "files": {name: file_name(name) for name in sorted(schema["measurements"])},

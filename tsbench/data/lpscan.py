@@ -300,9 +300,10 @@ class LineCountError(RuntimeError):
 
 
 def scan_stream(f, precision: str = "ns", chunk_bytes: int = CHUNK_BYTES, max_errors: int = MAX_ERRORS,
-                scanner: native.LpScanner | None = None) -> dict:
+                scanner: native.LpScanner | None = None, sink=None) -> dict:
     """The schema of the line protocol read from binary file f (see SchemaScan.result), its
-    counts checked against the newlines read."""
+    counts checked against the newlines read. sink(schema scan, buf, batch), when given, is
+    called with each batch after the schema has taken it (the import writes it)."""
     scanner = scanner or native.LpScanner(1 << 15, 1 << 19, 1 << 19, max_errors)
     schema = SchemaScan(precision, max_errors)
     newlines = 0
@@ -313,7 +314,10 @@ def scan_stream(f, precision: str = "ns", chunk_bytes: int = CHUNK_BYTES, max_er
         start = 0
         while start < length:
             batch = scanner.scan(buf, start, length, schema.counts["lines"] + 1, precision)
-            schema.feed(memoryview(buf)[start:length], batch)
+            view = memoryview(buf)[start:length]
+            schema.feed(view, batch)
+            if sink is not None:
+                sink(schema, view, batch)
             start += batch.used
             if not batch.done and batch.used == 0:     # one line has more tags or fields than the arrays
                 scanner = scanner.grown()
