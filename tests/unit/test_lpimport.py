@@ -18,6 +18,7 @@ from tsbench.data import lpimport, lpscan
 
 I64_MIN, I64_MAX, U64_MAX = -(2 ** 63), 2 ** 63 - 1, 2 ** 64 - 1
 MY = "my meas,x"      # the golden file's escaped measurement
+TAG = "dictionary<values=string, indices=int32, ordered=0>"
 
 # GOLDEN read with --precision us, by hand: per measurement, its rows in file order (time in ns)
 EXPECTED = {
@@ -33,9 +34,9 @@ EXPECTED = {
     "mem": [{"time": 1000, "host": "a b", "Fa": False, "Tr": True, "fa": False, "flag": False, "free": 0.5, "t": True,
              "tr": True}],
 }
-TYPES = {"cpu": ["timestamp[ns]", "string", "string", "int64", "bool", "string", "uint64", "double"],
-         MY: ["timestamp[ns]", "string", "int64", "double"],
-         "mem": ["timestamp[ns]", "string", "bool", "bool", "bool", "bool", "double", "bool", "bool"]}
+TYPES = {"cpu": ["timestamp[ns]", TAG, TAG, "int64", "bool", "string", "uint64", "double"],
+         MY: ["timestamp[ns]", TAG, "int64", "double"],
+         "mem": ["timestamp[ns]", TAG, "bool", "bool", "bool", "bool", "double", "bool", "bool"]}
 
 
 def rows(folder, name: str) -> list[dict]:

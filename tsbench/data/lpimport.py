@@ -45,6 +45,12 @@ def file_name(measurement: str) -> str:
     return f"{clean}-{hashlib.sha256(measurement.encode()).hexdigest()[:12]}.parquet"
 
 
+def TAG_TYPE():     # noqa: N802 (a type, made when pyarrow is imported)
+    """The Arrow type of a tag column: strings, dictionary-encoded (one value per series)."""
+    import pyarrow as pa
+    return pa.dictionary(pa.int32(), pa.string())
+
+
 def arrow_schema(name: str, m: dict):
     """The Arrow schema of one measurement of an lpscan schema (columns: time, tags, fields)."""
     import pyarrow as pa
@@ -55,7 +61,7 @@ def arrow_schema(name: str, m: dict):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise UserError(f"measurement {name!r}: {', '.join(map(repr, dup))} is both a tag and a field "
                         "(or named time); the import cannot make it a column")
-    return pa.schema([pa.field("time", pa.timestamp("ns")), *(pa.field(t, pa.string()) for t in m["tags"]),
+    return pa.schema([pa.field("time", pa.timestamp("ns")), *(pa.field(t, TAG_TYPE()) for t in m["tags"]),
                       *(pa.field(f, types[d["type"]]) for f, d in m["fields"].items())])
 
 
@@ -171,10 +177,13 @@ class Importer:
         import pyarrow as pa
         _, rep, inv = np.unique(a["series"][pts], return_index=True, return_inverse=True)
         cols = self._tag_values(t, buf, bufnp, a, pts[rep])
-        if len(rep) == len(pts) and np.array_equal(rep, np.arange(len(pts))):
-            return cols
-        idx = pa.array(inv.reshape(-1).astype(np.int32))
-        return {k: v.take(idx) for k, v in cols.items()}
+        inv = inv.reshape(-1).astype(np.int32)
+        out = {}
+        for k, v in cols.items():
+            absent = v.is_null().to_numpy(zero_copy_only=False)[inv]
+            out[k] = pa.DictionaryArray.from_arrays(pa.array(inv, mask=absent if absent.any() else None),
+                                                   v.fill_null(""))
+        return out
 
     def _tag_values(self, t: _Table, buf, bufnp, a: dict, pts: np.ndarray) -> dict:
         ends = a["tag_end"][pts].astype(np.int64)
@@ -325,7 +334,7 @@ def import_file(path: str, output: str, precision: str = "ns", progress=lambda d
         manifest = {"format": "tsbench-import", "version": 1,
                     "source": {"path": str(path), **source},
                     "files": {name: file_name(name) for name in sorted(schema["measurements"])},
-                    "layout": {"time": "timestamp[ns], null when the line had none", "tags": "string",
+                    "layout": {"time": "timestamp[ns], null when the line had none", "tags": "dictionary<int32, string>",
                                "fields": {"float": "float64", "integer": "int64", "unsigned": "uint64",
                                           "string": "string", "boolean": "bool"}},
                     "rows": rows, "schema": schema, "errors": schema["errors"]}
