@@ -45,7 +45,7 @@ def file_name(measurement: str) -> str:
     return f"{clean}-{hashlib.sha256(measurement.encode()).hexdigest()[:12]}.parquet"
 
 
-def TAG_TYPE():     # noqa: N802 (a type, made when pyarrow is imported)
+def tag_type():
     """The Arrow type of a tag column: strings, dictionary-encoded (one value per series)."""
     import pyarrow as pa
     return pa.dictionary(pa.int32(), pa.string())
@@ -61,7 +61,7 @@ def arrow_schema(name: str, m: dict):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise UserError(f"measurement {name!r}: {', '.join(map(repr, dup))} is both a tag and a field "
                         "(or named time); the import cannot make it a column")
-    return pa.schema([pa.field("time", pa.timestamp("ns")), *(pa.field(t, TAG_TYPE()) for t in m["tags"]),
+    return pa.schema([pa.field("time", pa.timestamp("ns")), *(pa.field(t, tag_type()) for t in m["tags"]),
                       *(pa.field(f, types[d["type"]]) for f, d in m["fields"].items())])
 
 
