@@ -295,8 +295,29 @@ def lp_schema_scan(data, chunk, points):
     assert lpscan.scan_stream(io.BytesIO(raw), chunk_bytes=chunk, scanner=small) == whole
 
 
+@strategies(data=st.data(), chunk=st.integers(1, 200))
+def lp_import(data, chunk):
+    """The import of mutated line protocol (tsbench.data.lpimport): a user error and nothing
+    left, or one Parquet file per measurement whose rows are the scan's points."""
+    import pyarrow.parquet as pq
+
+    from tsbench.data import lpimport
+    raw = data.draw(data_bytes("influx"))
+    with tempfile.TemporaryDirectory(prefix="tsbench-fuzz-import-") as tmp:
+        src, out = pathlib.Path(tmp) / "in.lp", pathlib.Path(tmp) / "out"
+        src.write_bytes(raw)
+        try:
+            manifest = lpimport.import_file(str(src), str(out), chunk_bytes=chunk)
+        except UserError:
+            assert sorted(p.name for p in pathlib.Path(tmp).iterdir()) == ["in.lp"]
+            return
+        for name, m in manifest["schema"]["measurements"].items():
+            assert pq.ParquetFile(out / manifest["files"][name]).metadata.num_rows == m["points"]
+        assert len(list(out.iterdir())) == len(manifest["files"]) + 1
+
+
 PROPERTIES = {"cut": cut_whole_lines, "queries": queries_reader, "experiment": experiment_reader,
-              "render": render_templates, "lpscan": lp_schema_scan}
+              "render": render_templates, "lpscan": lp_schema_scan, "lpimport": lp_import}
 
 
 def check(name: str, examples: int) -> None:
