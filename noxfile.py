@@ -13,7 +13,8 @@ gzip'd into InfluxDB beside TSBS with `-- --tsbs-bin DIR`),
 `nox -s bench_protocols` (QuestDB's queries over HTTP /exec and PostgreSQL wire),
 `nox -s bench_dialects` (each query type's forms per database, answers checked equal, ratios),
 `nox -s bench_tsbs` (beside TSBS on one server: `-- --tsbs-bin DIR`, its built binaries),
-`nox -s bench_memory` (peak PSS of generate and of the reference engine) and
+`nox -s bench_memory` (peak PSS of generate and of the reference engine),
+`nox -s bench_import` (the import's line-protocol scan: lines per CPU s, peak RSS) and
 `nox -s bench_validation` (latencies with and without checking the answers);
 `nox -s fuzz [SECONDS]` (hypothesis over the readers of untrusted input, bounded in time);
 `nox -s docs` (the documentation site, `mkdocs build --strict` into site/).
@@ -109,6 +110,15 @@ def bench_processes(session: nox.Session) -> None:
                     w.append(time.perf_counter() - t0)
         session.log(f"{label}: -j1 {statistics.median(walls['1']):.2f} s, -j2 {statistics.median(walls['2']):.2f} s "
                     f"(medians of {runs})")
+
+
+@nox.session
+def bench_import(session: nox.Session) -> None:
+    """the import's line-protocol scan of devops 100 hosts x 2 h: lines per CPU s (C alone, whole
+    schema scan, whole import to Parquet, alternating rounds) and the peak RSS over the file once
+    and three times (scan and import)."""
+    session.install("-e", ".")
+    session.run("python", "-m", "benchmarks.import_lp", *session.posargs)
 
 
 @nox.session

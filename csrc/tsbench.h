@@ -426,6 +426,75 @@ int32_t ts_bson_groups(const char *keys, const uint64_t *key_ends, const char *d
                        char *filters, uint64_t filters_cap, uint64_t *filter_ends,
                        char *updates, uint64_t updates_cap, uint64_t *update_ends, uint64_t ends_cap,
                        uint64_t *scratch, uint64_t scratch_cap, ts_groups_out *out);
+/* ---- scanning InfluxDB line protocol (import) ------------------------------------------ */
+
+/* field value types; precisions of timestamps */
+enum { TS_LP_FLOAT = 0, TS_LP_INT = 1, TS_LP_UINT = 2, TS_LP_STRING = 3, TS_LP_BOOL = 4 };
+enum { TS_PREC_NS = 0, TS_PREC_US = 1, TS_PREC_MS = 2, TS_PREC_S = 3 };
+
+/* why a line does not parse (ts_lp_scan.err_code) */
+enum { TS_LP_E_MEASUREMENT = 1,   /* no measurement name before the first comma or space */
+       TS_LP_E_TAG = 2,           /* a tag without '=', or with an empty key or value */
+       TS_LP_E_NO_FIELDS = 3,     /* no field set after the measurement and tags */
+       TS_LP_E_FIELD_KEY = 4,     /* a field without '=' or with an empty key */
+       TS_LP_E_NO_VALUE = 5,      /* a field with no value */
+       TS_LP_E_FLOAT = 6,         /* a value that is no number, string or boolean */
+       TS_LP_E_INT = 7,           /* an integer (i) that is not one or is out of range */
+       TS_LP_E_UINT = 8,          /* an unsigned integer (u) that is not one or is out of range */
+       TS_LP_E_QUOTE = 9,         /* a string value with no closing quote */
+       TS_LP_E_AFTER_VALUE = 10,  /* text after a string value before the next comma or space */
+       TS_LP_E_TIME = 11 };       /* a timestamp that is not an integer, or out of range in ns */
+
+/* One batch of whole lines scanned into caller-provided arrays. The caller sets the inputs
+ * and the arrays (all of them), ts_lp_scan sets the outputs. Spans are offsets in the
+ * batch's buffer with lengths, escapes included (a name's text as written); hashes are of
+ * the unescaped text (64 bits, 8 bytes a step), so the same name escaped two ways hashes the same. */
+typedef struct ts_lp_scan {
+    /* inputs */
+    int32_t precision;     /* TS_PREC_*: the unit of the file's timestamps; times come out in ns */
+    int64_t first_line;    /* file line number (1-based) of the buffer's first line */
+    uint64_t cap_points, cap_tags, cap_fields;   /* entries of the per-point, tag, field arrays */
+    uint32_t max_errors;   /* entries of the error arrays (errors past them are only counted) */
+    /* per point (a line that parsed) */
+    int64_t *line;         /* its file line number */
+    uint64_t *meas;        /* hash of the measurement */
+    uint64_t *series;      /* hash of the series key: the measurement and the tag set, in any
+                              order (tags need not be sorted: a sum of per-tag hashes) */
+    uint64_t *shape;       /* hash of the measurement and the field keys and types, in order */
+    int64_t *time;         /* ns since the epoch (0 when the line has none) */
+    uint8_t *has_time;     /* 0: the line has no timestamp */
+    uint32_t *meas_off, *meas_len;
+    uint32_t *tag_end, *field_end;   /* end index of the point's tags / fields in their arrays */
+    /* per tag */
+    uint64_t *tag_key, *tag_val;     /* hashes */
+    uint32_t *tag_off, *tag_klen, *tag_vlen;   /* key at off, value at off + klen + 1 */
+    /* per field */
+    uint64_t *field_key;   /* hash */
+    uint8_t *field_type;   /* TS_LP_* */
+    int64_t *field_value;  /* the bits of a double, int64, uint64; a bool as 0/1; a string: 0 */
+    uint32_t *field_off, *field_klen, *field_voff, *field_vlen;  /* key span; value span (a string's
+                              inside, between the quotes, escapes included) */
+    /* per error */
+    int64_t *err_line;
+    int32_t *err_code;
+    uint32_t *err_col;     /* byte offset in the line where the scan gave up */
+    /* outputs */
+    uint64_t used;         /* bytes of whole lines scanned (all of len unless TS_ERR_SPACE) */
+    uint64_t lines;        /* lines scanned: points + blank + comments + errors */
+    uint64_t points, tags, fields, blank, comments, errors;   /* errors: all, collected or not */
+} ts_lp_scan;
+
+/* scan the lines of buf[0, len) (len < 4 GiB; a last line without a newline counts; CR before
+ * LF is dropped; a line whose first non-blank byte is '#' is a comment). Returns TS_OK when
+ * every line was scanned, TS_ERR_SPACE when an array filled up (s->used: the bytes of the
+ * whole lines done; scan buf + used next, with first_line + lines), TS_ERR_ARG. */
+int32_t ts_lp_scan_lines(ts_lp_scan *s, const char *buf, uint64_t len);
+
+/* each point's series' previous time, in file order: for i < n, prev[i] = last[ids[i]], then
+ * last[ids[i]] = time[i] (ids < n_series, checked; last: the caller's per-series state).
+ * TS_OK or TS_ERR_ARG */
+int32_t ts_lp_prev_times(const int64_t *ids, const int64_t *time, uint64_t n, int64_t *last,
+                         uint64_t n_series, int64_t *prev);
 /* CDEF END */
 
 #endif

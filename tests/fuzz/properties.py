@@ -278,8 +278,46 @@ def render_templates(ops, part, pad):
     assert not len(ends) or int(ends[-1]) == len(text)
 
 
+@strategies(data=st.data(), chunk=st.integers(1, 200), points=st.integers(1, 9))
+def lp_schema_scan(data, chunk, points):
+    """The import's scan of mutated line protocol (tsbench.data.lpscan over csrc/lp_scan.c):
+    every line counted once (points, blank, comments, errors) against the file's lines, each
+    error at a line of the file, and the same schema whatever the chunks and scan arrays."""
+    import io
+
+    from tsbench.data import lpscan
+    raw = data.draw(data_bytes("influx"))
+    whole = lpscan.scan_stream(io.BytesIO(raw))
+    c = whole["counts"]
+    assert c["lines"] == c["file_lines"] == raw.count(b"\n") + (not raw.endswith(b"\n") and len(raw) > 0)
+    assert all(1 <= e["line"] <= c["lines"] for e in whole["errors"])
+    small = native.LpScanner(points, 16 * points, 16 * points)
+    assert lpscan.scan_stream(io.BytesIO(raw), chunk_bytes=chunk, scanner=small) == whole
+
+
+@strategies(data=st.data(), chunk=st.integers(1, 200))
+def lp_import(data, chunk):
+    """The import of mutated line protocol (tsbench.data.lpimport): a user error and nothing
+    left, or one Parquet file per measurement whose rows are the scan's points."""
+    import pyarrow.parquet as pq
+
+    from tsbench.data import lpimport
+    raw = data.draw(data_bytes("influx"))
+    with tempfile.TemporaryDirectory(prefix="tsbench-fuzz-import-") as tmp:
+        src, out = pathlib.Path(tmp) / "in.lp", pathlib.Path(tmp) / "out"
+        src.write_bytes(raw)
+        try:
+            manifest = lpimport.import_file(str(src), str(out), chunk_bytes=chunk)
+        except UserError:
+            assert sorted(p.name for p in pathlib.Path(tmp).iterdir()) == ["in.lp"]
+            return
+        for name, m in manifest["schema"]["measurements"].items():
+            assert pq.ParquetFile(out / manifest["files"][name]).metadata.num_rows == m["points"]
+        assert len(list(out.iterdir())) == len(manifest["files"]) + 1
+
+
 PROPERTIES = {"cut": cut_whole_lines, "queries": queries_reader, "experiment": experiment_reader,
-              "render": render_templates}
+              "render": render_templates, "lpscan": lp_schema_scan, "lpimport": lp_import}
 
 
 def check(name: str, examples: int) -> None:

@@ -45,6 +45,7 @@ COMMANDS = {
     "servers stop": ([], {"names", "all_"}),
     "servers list": ([], set()),
     "verify": ([DataFileCheck], {"datafile", "target_name", "server", "options", "json_out"}),
+    "import": ([], {"file", "output", "precision", "quiet"}),
 }
 
 

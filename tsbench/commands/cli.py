@@ -19,7 +19,7 @@ COMMANDS = {"generate": ("generate", "generate"), "load": ("load", "load"), "str
             "validate": ("validate", "validate"), "run": ("run", "run"), "report": ("report", "report"),
             "targets": ("targets", "targets_cmd"), "schema": ("schema", "schema"),
             "servers": ("servers", "servers_cmd"), "verify": ("verify", "verify_cmd"),
-            "compare": ("compare", "compare")}
+            "compare": ("compare", "compare"), "import": ("importfile", "import_cmd")}
 
 
 class _PipeBroken(Exception):

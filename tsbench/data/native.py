@@ -553,3 +553,84 @@ class Merger:
         flat = ffi.unpack(self._pieces, 3 * self._out.n_pieces)
         return rc, [(own if src < 0 else self._views[src])[off: off + n]
                     for src, off, n in zip(flat[0::3], flat[1::3], flat[2::3])]
+
+
+# ---- import: scanning line protocol (ts_lp_scan_lines) -------------------------------------
+
+LP_TYPES = ("float", "integer", "unsigned", "string", "boolean")   # TS_LP_* in order
+PRECISIONS = {"ns": 0, "us": 1, "ms": 2, "s": 3}                    # TS_PREC_*
+LP_ERRORS = {1: "no measurement name", 2: "a tag without '=' or with an empty key or value",
+             3: "no field set", 4: "a field without '=' or with an empty key", 5: "a field with no value",
+             6: "a value that is no number, string or boolean", 7: "not an integer (i) or out of range",
+             8: "not an unsigned integer (u) or out of range", 9: "a string with no closing quote",
+             10: "text after a string value", 11: "a timestamp that is not an integer or out of range in ns"}
+# the arrays of a scan: name -> (C type, numpy dtype, which capacity sizes it)
+_LP_ARRAYS = {"line": ("int64_t", "i8", "p"), "meas": ("uint64_t", "u8", "p"), "series": ("uint64_t", "u8", "p"),
+              "shape": ("uint64_t", "u8", "p"), "time": ("int64_t", "i8", "p"), "has_time": ("uint8_t", "u1", "p"),
+              "meas_off": ("uint32_t", "u4", "p"), "meas_len": ("uint32_t", "u4", "p"),
+              "tag_end": ("uint32_t", "u4", "p"), "field_end": ("uint32_t", "u4", "p"),
+              "tag_key": ("uint64_t", "u8", "t"), "tag_val": ("uint64_t", "u8", "t"), "tag_off": ("uint32_t", "u4", "t"),
+              "tag_klen": ("uint32_t", "u4", "t"), "tag_vlen": ("uint32_t", "u4", "t"),
+              "field_key": ("uint64_t", "u8", "f"), "field_type": ("uint8_t", "u1", "f"),
+              "field_value": ("int64_t", "i8", "f"), "field_off": ("uint32_t", "u4", "f"),
+              "field_klen": ("uint32_t", "u4", "f"), "field_voff": ("uint32_t", "u4", "f"),
+              "field_vlen": ("uint32_t", "u4", "f"),
+              "err_line": ("int64_t", "i8", "e"), "err_code": ("int32_t", "i4", "e"), "err_col": ("uint32_t", "u4", "e")}
+
+
+@dataclass
+class LpBatch:
+    """What one ts_lp_scan_lines call read: counts, and numpy arrays trimmed to them
+    (per point: line .. field_end; per tag: tag_*; per field: field_*; per error: err_*)."""
+
+    used: int
+    lines: int
+    points: int
+    blank: int
+    comments: int
+    errors: int
+    done: bool           # False: an array filled up; scan buf[used:] next
+    arrays: dict
+
+
+class LpScanner:
+    """Reusable arrays for scanning line protocol: points, tags and fields per call at most."""
+
+    def __init__(self, points: int, tags: int, fields: int, max_errors: int = 100):
+        import numpy as np
+        self.caps = {"p": points, "t": tags, "f": fields, "e": max_errors}
+        self.np = {k: np.empty(self.caps[c], dt) for k, (_, dt, c) in _LP_ARRAYS.items()}
+        self.c = ffi.new("ts_lp_scan *", {"cap_points": points, "cap_tags": tags, "cap_fields": fields,
+                                          "max_errors": max_errors})
+        for k, (ct, _, _) in _LP_ARRAYS.items():
+            setattr(self.c, k, ffi.cast(ct + " *", self.np[k].ctypes.data))
+
+    def grown(self) -> LpScanner:
+        """A scanner with twice the room (a line with more tags or fields than this one holds)."""
+        c = self.caps
+        return LpScanner(2 * c["p"], 2 * c["t"], 2 * c["f"], c["e"])
+
+    def scan(self, buf, start: int, end: int, first_line: int, precision: str = "ns") -> LpBatch:
+        """Scan the whole lines of buf[start:end] (first_line: the file line number of the first)."""
+        s = self.c
+        s.precision, s.first_line = PRECISIONS[precision], first_line
+        with ffi.from_buffer(buf) as cbuf:
+            rc = lib.ts_lp_scan_lines(s, cbuf + start, end - start)
+        if rc not in (0, -3):
+            _check(rc, "lp_scan")
+        got = {"p": s.points, "t": s.tags, "f": s.fields, "e": min(s.errors, self.caps["e"])}
+        arrays = {k: a[:got[_LP_ARRAYS[k][2]]] for k, a in self.np.items()}
+        return LpBatch(int(s.used), int(s.lines), int(s.points), int(s.blank), int(s.comments),
+                       int(s.errors), rc == 0, arrays)
+
+
+def lp_prev_times(ids: np.ndarray, times: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Each point's series' previous time in file order (ids: int64 indices into last, the
+    per-series last times, updated in place)."""
+    import numpy as np
+    prev = np.empty(len(ids), np.int64)
+    rc = lib.ts_lp_prev_times(ffi.cast("int64_t *", ids.ctypes.data), ffi.cast("int64_t *", times.ctypes.data),
+                              len(ids), ffi.cast("int64_t *", last.ctypes.data), len(last),
+                              ffi.cast("int64_t *", prev.ctypes.data))
+    _check(rc, "lp_prev_times")
+    return prev
