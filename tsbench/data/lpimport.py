@@ -321,16 +321,23 @@ def import_file(path: str, output: str, precision: str = "ns", progress=lambda d
     """Import a line-protocol file into the folder output (which must not exist), reading it
     once; returns the import.json written. LpScanError (FILE:LINE: reason) when a line does
     not parse or a field's type changes, and nothing is left. progress(bytes read)."""
+    if precision not in native.PRECISIONS:
+        raise UserError(f"unknown precision {precision!r} (one of {', '.join(native.PRECISIONS)})")
+    return write_import(path, output, lambda tmp: _scan_into(path, tmp, precision, progress, chunk_bytes))
+
+
+def write_import(path: str, output: str, scan_into) -> dict:
+    """The import folder output (which must not exist) made by scan_into(temporary folder) ->
+    (schema, rows per measurement, source facts), which writes the Parquet files; then
+    import.json, and the folder renamed into place. Any format's import ends here."""
     out = Path(output)
     if out.exists():
         raise UserError(f"-o {output}: exists already (the import writes a new folder)")
-    if precision not in native.PRECISIONS:
-        raise UserError(f"unknown precision {precision!r} (one of {', '.join(native.PRECISIONS)})")
     tmp = out.parent / f".{out.name}.importing-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
-        schema, rows, source = _scan_into(path, tmp, precision, progress, chunk_bytes)
+        schema, rows, source = scan_into(tmp)
         manifest = {"format": "tsbench-import", "version": 1,
                     "source": {"path": str(path), **source},
                     "files": {name: file_name(name) for name in sorted(schema["measurements"])},
