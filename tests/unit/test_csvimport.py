@@ -126,6 +126,7 @@ def test_time_units(tmp_path, unit, times):
     (b"time,v\n2016-01-01T00:00:00Z,1\n2016-01-01 00:00:00,2\n", {"unit": "rfc3339"}, "3: time '2016-01-01 00:00:00' is not an RFC 3339"),
     (b"time,v\n1,1\n99999999999,2\n", {"unit": "s"}, "3: time 99999999999 s is beyond the range"),
     (b"time,v\n1,1\n2,x\n", {"types": {"v": "float"}}, "3: column 'v': 'x' is not a float"),
+    (b"time,v\r\n1,1\r\n\r\n\r\n2,x\r\n", {"types": {"v": "float"}}, "5: column 'v': 'x' is not a float"),
     (b"time,h,v\n1,a,1\n", {"tags": ["h", "host"]}, "1: no column 'host' (named in --csv-tags); the columns: time, h, v"),
     (b"ts,v\n1,1\n", {}, "1: no column 'time' (named in --csv-time)"),
     (b"time,v,v\n1,1,2\n", {}, "1: column 'v' appears twice in the header"),
