@@ -3,7 +3,8 @@ options named like password/token/secret are replaced by *** in results, reports
 and messages. Secrets are registered as they are met (a target's URL and options,
 session.open_target) and mask() removes every registered one from a text, the
 server's words included; URL passwords and `password=...` / `"token": "..."`
-pairs are masked by their shape, registered or not. An option `<name>_env: VAR`
+pairs are masked by their shape, registered or not. With --redact, mask() also replaces
+an imported dataset's tag values by stable hashes (redacting()). An option `<name>_env: VAR`
 gives option <name> the value of the environment variable VAR (resolve_env).
 
 Registered secrets shorter than MIN_LENGTH are masked by shape only: replacing
@@ -11,6 +12,7 @@ every "ab" in every text would garble results without hiding anything."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from urllib.parse import unquote, urlsplit
@@ -30,6 +32,7 @@ _KEY_VALUE = re.compile(r"(?P<key>[\w.-]*(?:" + _SECRET_WORDS + r")[\w.-]*)(?P<s
                         r"(?P<key2>[\w.-]*(?:" + _SECRET_WORDS + r")[\w.-]*)(?P<sep2>\s*=\s*)[^\s,;&'\"}\])]+", re.I)
 
 _known: set[str] = set()
+_redactions: list = []        # core/redact.Redaction objects in force (--redact)
 
 
 def register(secret: str | None) -> None:
@@ -118,7 +121,19 @@ def mask(text: str) -> str:
     text = _KEY_VALUE.sub(_mask_pair, text)
     for s in sorted(_known, key=len, reverse=True):
         text = text.replace(s, MASK)
+    for r in _redactions:
+        text = r.text(text)
     return text
+
+
+@contextlib.contextmanager
+def redacting(redaction):
+    """Within the block mask() also replaces a dataset's tag values by their tokens (core/redact.py)."""
+    _redactions.append(redaction)
+    try:
+        yield
+    finally:
+        _redactions.remove(redaction)
 
 
 def mask_deep(obj):
