@@ -87,9 +87,14 @@ async def stream(conn: Connection, ds: Dataset, opts):
 
 
 def select_types(ds: Dataset, types: list[str], families: list[str]) -> list[str]:
-    """The query types to draw: those named, else every type of the families that fits the dataset."""
+    """The query types to draw: those named, else every type of the families that fits the dataset
+    (an import without families: its default ones, queries/storedview.py)."""
     if types:
         return list(types)
+    if not families and getattr(ds, "stored", False):
+        from tsbench.queries.storedview import default_families
+
+        families = default_families(ds)
     for f in families:
         if f not in queries.FAMILIES:
             raise UserError(f"--family: unknown family {f!r} (families: {', '.join(queries.FAMILIES)})")
