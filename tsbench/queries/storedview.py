@@ -130,10 +130,3 @@ def dataset_of(described: dict):
         return open_stored(described["folder"], described.get("import_sha256"))
     return resolve(spec_of(described))
 
-
-def default_families(ds) -> list[str]:
-    """The query families drawn on an import when none is named: generic, and the family of the
-    use case its schema was recognized as (ds.use_case, e.g. devops for a TSBS devops file)."""
-    from tsbench.queries import FAMILIES
-
-    return ["generic"] + ([ds.use_case] if ds.use_case in FAMILIES and ds.use_case != "generic" else [])
