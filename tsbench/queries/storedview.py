@@ -129,4 +129,3 @@ def dataset_of(described: dict):
     if is_stored(described):
         return open_stored(described["folder"], described.get("import_sha256"))
     return resolve(spec_of(described))
-
