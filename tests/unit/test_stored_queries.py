@@ -142,3 +142,22 @@ def test_validate_checks_a_target_holding_the_import_end_to_end(ds, tmp_path):
     res = json.loads((tmp_path / "v.json").read_text())
     checks = res.get("validation") or []
     assert len(checks) == len(generic_names()) and all(v["ok"] for v in checks)
+
+
+def test_queries_list_with_a_dataset_shows_only_the_types_that_fit_it():
+    out = run_cli("queries", "list", "--why", "--dataset", "use_case=iot,scale=2,end=2016-01-01T01:00:00Z")
+    lines = out.stdout.decode().splitlines()
+    rows = [line.split("\t") for line in lines[1:] if "\t" in line]
+    assert {r[1] for r in rows} == {"relational", "iot", "generic"}
+    assert "generic-lastpoint" in {r[0] for r in rows} and "generic-min-1-4" not in {r[0] for r in rows}  # 2 trucks
+    why = {x.split(": ")[1] for x in lines if "\t" not in x}
+    assert "high-cpu-all" not in why and "last-loc" in why       # reasons of the types shown only
+
+
+def test_an_import_recognized_as_a_use_case_also_draws_its_family(ds):
+    from dataclasses import replace
+
+    from tsbench.experiments.session import stored_families
+
+    assert stored_families(ds) == ["generic"]
+    assert stored_families(replace(ds, use_case="devops")) == ["generic", "devops"]

@@ -106,9 +106,11 @@ def queries_list(datafile, dataset, markdown, why) -> None:
         marks = "\t".join("yes" if m.runs(c, qt.name) else "-" for c in cols)
         click.echo(f"{qt.name}\t{qt.family}\t{qt.shape}\t{marks}\t{qt.doc}")
     if why:
+        shown = {qt.name for qt in m.types}
         for c in cols:
             for t, reason in m.reasons(c).items():
-                click.echo(f"{c}: {t}: {reason}")
+                if t in shown:
+                    click.echo(f"{c}: {t}: {reason}")
 
 
 def _fitting(ds, types: list) -> list:
