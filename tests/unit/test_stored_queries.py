@@ -161,3 +161,22 @@ def test_an_import_recognized_as_a_use_case_also_draws_its_family(ds):
 
     assert stored_families(ds) == ["generic"]
     assert stored_families(replace(ds, use_case="devops")) == ["generic", "devops"]
+
+
+def test_a_generated_file_imported_gives_the_simulators_reference_answers(tmp_path):
+    """The same rows by two paths: a devops file written as line protocol and imported (the
+    reference from its Parquet files) and the dataset itself (the reference from the simulator)."""
+    from tsbench.data.dataset import DatasetSpec, resolve
+    from tsbench.data.stored import open_stored
+
+    end = "2016-01-01T00:30:00Z"
+    run_cli("generate", "-q", "--scale", "3", "--end", end, "--seed", "7", "--format", "influx",
+            "-o", str(tmp_path / "dv.lp"))
+    run_cli("import", str(tmp_path / "dv.lp"), "-o", str(tmp_path / "dv"))
+    ds = open_stored(tmp_path / "dv")
+    from_import, from_simulator = Reference(ds), Reference(resolve(DatasetSpec(use_case="devops", scale=3, end=end, seed=7)))
+    ctx = queries.context(ds, from_import)
+    names = [n for n in generic_names() if queries.CATALOG[n].applies(ctx) is None]
+    assert len(names) >= 6
+    for s in queries.generate(ds, names, 2, 5, reference=from_import):
+        assert sorted(map(repr, from_import.answer(s))) == sorted(map(repr, from_simulator.answer(s))), s
