@@ -9,8 +9,9 @@ else ~/.cache/tsbench). Layout: <dataset key>/<query key>.arrow, beside
 sha256 over all that fixes the engine's tables: the simulator's inputs (compiled
 schema, seed, entities, start, interval, epochs), the C core's build id,
 DuckDB's version and reference.py's source; for an import, its import.json's
-sha256 and loadable view instead of the simulator's inputs and the C core. The query key is a sha256 over the
-type, the parameters and the SQL the engine runs (not the query's id).
+sha256 and loadable view instead of the simulator's inputs and the C core. The
+query key is a sha256 over the type, the parameters and the SQL the engine runs
+(not the query's id).
 
 An answer is its columns, each typed from its values (int64, float64, string;
 nulls kept), so that reading gives back equal tuples, floats bit for bit; an

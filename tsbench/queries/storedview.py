@@ -1,7 +1,8 @@
 """The rows of an import's loadable view (phases 3 and 5 on a user's own data): SQL that reads
 them straight from the import's Parquet files (data/stored.py, data/lpimport.py) for the
-reference engine's tables, each tag's distinct values for drawing queries, and the dataset
-back from a queries file's description, and the query context drawn from all of it. DuckDB does the work; no Python per row.
+reference engine's tables, each tag's distinct values and the query context drawn from
+them, and the dataset back from a queries file's description. DuckDB does the work; no
+Python per row.
 
 The view's rows of a measurement: those with a time and at least one value of a field the
 view holds (a line without a timestamp, or with string or boolean fields only, is not one:
