@@ -133,6 +133,7 @@ class _Table:
     keys: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))   # series hashes, sorted
     ids: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))     # their series ids
     tags: dict = field(default_factory=dict)          # tag name -> _Tag
+    shape_names: dict = field(default_factory=dict)   # line shape hash -> its field names in order
     pending: list = field(default_factory=list)       # (rows, time, has_time, series ids, field arrays)
     pending_rows: int = 0
     rows: int = 0
@@ -261,17 +262,24 @@ class Importer:
     def _fields(self, t: _Table, buf, bufnp, a: dict, pts: np.ndarray) -> dict:
         """Each field's column, built one line shape at a time (the fields' places in a line)."""
         fstart = np.where(pts > 0, a["field_end"][np.maximum(pts - 1, 0)], 0).astype(np.int64)
-        shapes, first = np.unique(a["shape"][pts], return_index=True)
+        shape = a["shape"][pts]
+        shapes, first = np.unique(shape, return_index=True)
         parts: dict[str, list] = {}
         for s, f0 in zip(shapes.tolist(), first.tolist()):
-            rows = np.flatnonzero(a["shape"][pts] == np.uint64(s)) if len(shapes) > 1 else None
-            lo = int(fstart[f0])
-            for k in range(int(a["field_end"][pts[f0]]) - lo):
-                self._names(t.field_names, a["field_key"][lo + k:lo + k + 1],
-                            lambda _j, j=lo + k: (int(a["field_off"][j]), int(a["field_klen"][j])), buf)
-                name = t.field_names[int(a["field_key"][lo + k])]
+            rows = np.flatnonzero(shape == np.uint64(s)) if len(shapes) > 1 else None
+            names = t.shape_names.get(s)
+            if names is None:
+                names = t.shape_names[s] = self._shape_names(t, buf, a, int(fstart[f0]), int(a["field_end"][pts[f0]]))
+            for k, name in enumerate(names):
                 parts.setdefault(name, []).append((rows, (fstart if rows is None else fstart[rows]) + k))
         return {name: self._column(t, name, bufnp, a, len(pts), p) for name, p in parts.items()}
+
+    def _shape_names(self, t: _Table, buf, a: dict, lo: int, hi: int) -> tuple:
+        """The field names of a line shape, in the line's order (fields lo..hi of one point)."""
+        for j in range(lo, hi):
+            self._names(t.field_names, a["field_key"][j:j + 1],
+                        lambda _j, j=j: (int(a["field_off"][j]), int(a["field_klen"][j])), buf)
+        return tuple(t.field_names[int(k)] for k in a["field_key"][lo:hi].tolist())
 
     def _column(self, t: _Table, name: str, bufnp, a: dict, n: int, parts: list):
         import pyarrow as pa
@@ -341,12 +349,15 @@ def _tag_column(tag: _Tag, ids: np.ndarray):
     import pyarrow as pa
     codes = tag.per_series[ids]
     present = codes >= 0
+    everywhere = bool(present.all())
     used = np.zeros(len(tag.codes), bool)
-    used[codes[present]] = True
-    remap = (np.cumsum(used) - 1).astype(np.int32)
-    indices = np.where(present, remap[np.maximum(codes, 0)], 0).astype(np.int32)
+    used[codes if everywhere else codes[present]] = True
     values = tag.dictionary()
-    if not used.all():
+    if used.all():                         # the codes index the whole dictionary
+        indices = codes if everywhere else np.where(present, codes, 0)
+    else:
+        remap = (np.cumsum(used) - 1).astype(np.int32)
+        indices = np.where(present, remap[codes], 0).astype(np.int32)
         values = values.take(_arrow(np.flatnonzero(used), None, pa.int64()))
     return pa.DictionaryArray.from_arrays(_arrow(indices, present, pa.int32()), values)
 
