@@ -127,6 +127,14 @@ def test_series_across_row_groups_and_batches(tmp_path, monkeypatch):
         assert sorted(h.dictionary.to_pylist()) == sorted(set(h.to_pylist()))
 
 
+def test_tag_values_not_utf8_kept_as_written(tmp_path):
+    """A tag value that is not UTF-8 (the fuzz found one) is written as its bytes, as before."""
+    manifest, out = imported(tmp_path, b"w,h=\xff\xfe f=1i 1\nw,h=a f=2i 2\nw,h=\xff\xfe f=3i 3\n")
+    assert manifest["rows"] == {"w": 3}
+    h = pq.read_table(out / "w.parquet").column("h").cast("string").cast("binary")
+    assert h.to_pylist() == [b"\xff\xfe", b"a", b"\xff\xfe"]
+
+
 # the Parquet encodings the import chooses, by column kind (any row group, merged parts too)
 ENCODINGS = {"tag": "RLE_DICTIONARY", "double": "BYTE_STREAM_SPLIT", "int64": "DELTA_BINARY_PACKED",
              "timestamp[ns]": "DELTA_BINARY_PACKED"}

@@ -104,7 +104,7 @@ def _arrow(values: np.ndarray, valid: np.ndarray | None, typ):
 class _Tag:
     """One tag key of a measurement: its distinct values in order of appearance, and each
     series' code into them (-1: the series lacks the tag)."""
-    codes: dict = field(default_factory=dict)          # value -> code
+    codes: dict = field(default_factory=dict)          # value (bytes) -> code
     chunks: list = field(default_factory=list)         # the values, as Arrow string arrays
     values: object = None                              # the chunks combined (None: out of date)
     per_series: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
@@ -221,7 +221,7 @@ class Importer:
             codes = np.full(n, -1, np.int32)
             if got is not None:
                 fresh = []
-                for i, v in enumerate(got.to_pylist()):
+                for i, v in enumerate(got.cast(pa.binary()).to_pylist()):   # bytes: UTF-8 or not, as written
                     if v is None:
                         continue
                     c = tag.codes.get(v)
