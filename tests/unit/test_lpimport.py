@@ -110,9 +110,12 @@ def test_a_tag_and_a_field_first_seen_late(tmp_path):
     assert sorted(os.listdir(out)) == ["import.json", "w.parquet"]
 
 
-def test_series_across_row_groups_and_batches(tmp_path, monkeypatch):
+@pytest.mark.parametrize("kept", [lpimport.SERIES_KEPT, 3])
+def test_series_across_row_groups_and_batches(tmp_path, monkeypatch, kept):
     """Tags coded once a series: values seen in earlier batches, series lacking a tag, a row
-    group using part of a tag's values (its dictionary holds those only)."""
+    group using part of a tag's values (its dictionary holds those only); the same when the
+    codes are dropped after each row group (more series than kept)."""
+    monkeypatch.setattr(lpimport, "SERIES_KEPT", kept)
     lines = [f"w,h=h{i}{',z=odd' if i % 2 else ''} f={i}i {i}" for i in range(30)]
     lines += [f"w,h=h5,z=odd f={i}i {i}" for i in range(30, 70)] + ["w,h=h0 f=70i 70", "w,h=new f=71i 71"]
     monkeypatch.setattr(lpimport, "ROW_GROUP", 16)

@@ -1,19 +1,22 @@
-"""Importing a line-protocol file as a stored dataset (phase 1 of a user's own data): the file's
-schema is gathered first (tsbench.data.lpscan: a line that does not parse or a field whose type
-changes stops the import before anything is written), then the file is scanned again in chunks
-and each batch's points become columns, one Parquet file per measurement:
+"""Importing a line-protocol file as a stored dataset (phase 1 of a user's own data): the file
+is read once, in chunks (tsbench.data.lpscan); each batch's schema is gathered (a line that
+does not parse or a field whose type changes fails the import, and nothing is left) and its
+points become columns, one Parquet file per measurement:
 
     DIR/<measurement>.parquet   time timestamp[ns] (null: the line had none), every tag a
-                                string (dictionary-encoded in Parquet), every field typed
-                                (float64, int64, uint64, string, bool); a field or tag a line
-                                lacks is null. Rows in file order; a row group per ROW_GROUP rows.
+                                string (dictionary-encoded), every field typed (float64,
+                                int64, uint64, string, bool); a field or tag a line lacks is
+                                null. Rows in file order; a row group per ROW_GROUP rows or so.
     DIR/import.json             the schema, the source (path, size, sha256, lines), the files,
                                 the rows written per measurement (checked against the scan's
                                 points), the scanner's errors.
 
 Columns are built with numpy from the scanner's arrays, a shape (measurement, fields and types
-in order) or a measurement at a time, never a row at a time. The folder is written under a
-temporary name and renamed when complete: a failed import leaves nothing.
+in order) or a measurement at a time, never a row at a time. Tags are decoded once a series:
+a measurement gives each series an id and each tag value a code the first time it is seen
+(up to SERIES_KEPT series kept past a row group), and a row group's tag column is those codes
+with the values it uses as its dictionary. The folder is written under a temporary name and
+renamed when complete: a failed import leaves nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from tsbench.core.errors import UserError
 from tsbench.data import lpscan, native
 
 ROW_GROUP = 1 << 16
+SERIES_KEPT = 1 << 16   # series a measurement keeps its tags' codes for past a row group (memory bound)
 _TAG_ESCAPE = r'\\([,= ])'
 _STRING_ESCAPE = r'\\(["\\])'
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,100}")
@@ -323,12 +327,14 @@ class Importer:
             if f.name == "time":
                 cols.append(_arrow(np.concatenate([p[1] for p in t.pending]),
                                    np.concatenate([p[2] for p in t.pending]), pa.int64()).view(f.type))
-            elif f.name in t.tags:
-                cols.append(_tag_column(t.tags[f.name], ids))
+            elif pa.types.is_dictionary(f.type):
+                cols.append(_tag_column(t.tags[f.name], ids) if f.name in t.tags else pa.nulls(len(ids), f.type))
             else:
                 cols.append(pa.chunked_array([p[4].get(f.name) or pa.nulls(p[0], f.type) for p in t.pending], f.type))
         t.writer.write_table(pa.Table.from_arrays(cols, schema=t.schema), row_group_size=t.pending_rows)
         t.pending, t.pending_rows = [], 0
+        if len(t.ids) > SERIES_KEPT:       # many series: their codes dropped (decoded again when seen)
+            t.keys, t.ids, t.tags = t.keys[:0], t.ids[:0], {}
 
     def close(self) -> dict[str, int]:
         """Flush and close every file, a measurement's parts merged into its file: rows
