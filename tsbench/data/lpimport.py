@@ -137,6 +137,7 @@ class _Table:
     keys: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))   # series hashes, sorted
     ids: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))     # their series ids
     tags: dict = field(default_factory=dict)          # tag name -> _Tag
+    types: dict = field(default_factory=dict)         # field name -> _field_type
     shape_names: dict = field(default_factory=dict)   # line shape hash -> its field names in order
     pending: list = field(default_factory=list)       # (rows, time, has_time, series ids, field arrays)
     pending_rows: int = 0
@@ -286,19 +287,17 @@ class Importer:
         return tuple(t.field_names[int(k)] for k in a["field_key"][lo:hi].tolist())
 
     def _column(self, t: _Table, name: str, bufnp, a: dict, n: int, parts: list):
-        import pyarrow as pa
-        typ = t.schema.field(name).type
+        typ, view = t.types.get(name) or t.types.setdefault(name, _field_type(t.schema.field(name).type))
         if len(parts) == 1 and parts[0][0] is None:       # every point has the field: no scatter
             fidx, rows = parts[0][1], None
         else:
             rows = np.concatenate([np.arange(n) if r is None else r for r, _ in parts])
             fidx = np.concatenate([f for _, f in parts])
-        if typ == pa.string():
+        if view is str:
             vals = _gather(bufnp, a["field_voff"][fidx], a["field_vlen"][fidx], _STRING_ESCAPE)
             return vals if rows is None else _placed(n, rows, vals)
         bits = a["field_value"][fidx]
-        vals = {pa.float64(): bits.view(np.float64), pa.uint64(): bits.view(np.uint64),
-                pa.bool_(): bits != 0}.get(typ, bits)
+        vals = bits != 0 if view is bool else bits.view(view)
         if rows is None:
             return _arrow(vals, None, typ)
         full = np.zeros(n, vals.dtype)
@@ -347,6 +346,13 @@ class Importer:
             if len(t.parts) > 1 and not self.failed:
                 _merge(t.parts, t.schema, self.folder / t.file)
         return {t.name: t.rows for t in sorted(self.tables.values(), key=lambda t: t.name)}
+
+
+def _field_type(typ) -> tuple:
+    """A field's Arrow type and how its value bits are read: str (a span of the buffer), bool,
+    or the numpy type the int64 bits are viewed as."""
+    import pyarrow as pa
+    return typ, {pa.string(): str, pa.bool_(): bool, pa.float64(): np.float64, pa.uint64(): np.uint64}.get(typ, np.int64)
 
 
 def _tag_column(tag: _Tag, ids: np.ndarray):
