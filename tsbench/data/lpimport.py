@@ -106,19 +106,41 @@ def _arrow(values: np.ndarray, valid: np.ndarray | None, typ):
 
 @dataclass
 class _Tag:
-    """One tag key of a measurement: its distinct values in order of appearance, and each
-    series' code into them (-1: the series lacks the tag)."""
-    codes: dict = field(default_factory=dict)          # value (bytes) -> code
-    chunks: list = field(default_factory=list)         # the values, as Arrow string arrays
+    """One tag key of a measurement: its distinct values in order of appearance (their bytes as
+    written, UTF-8 or not), and each series' code into them (-1: the series lacks the tag)."""
+    count: int = 0                                     # distinct values
+    chunks: list = field(default_factory=list)         # the values, as Arrow binary arrays
     values: object = None                              # the chunks combined (None: out of date)
     per_series: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
 
-    def dictionary(self):
+    def known(self):
         import pyarrow as pa
         if self.values is None:
-            self.values = pa.concat_arrays(self.chunks)
+            self.values = pa.concat_arrays(self.chunks) if self.chunks else pa.nulls(0, pa.binary())
             self.chunks = [self.values]
         return self.values
+
+    def dictionary(self):
+        import pyarrow as pa
+        return self.known().view(pa.string())
+
+    def code(self, got) -> np.ndarray:
+        """The codes of got (an Arrow string array; null: no value, code -1), the values not
+        seen before added (vectorized: no Python step a value)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        raw = got.view(pa.binary())
+        idx = pc.index_in(raw, value_set=self.known())
+        missing = pc.and_(idx.is_null(), raw.is_valid())
+        if pc.any(missing).as_py():
+            fresh = pc.unique(raw.filter(missing))            # in order of first appearance
+            self.chunks.append(fresh)
+            self.values, self.count = None, self.count + len(fresh)
+            idx = pc.index_in(raw, value_set=self.known())
+        codes = np.frombuffer(idx.buffers()[1], np.int32, len(idx), idx.offset * 4).copy()
+        if idx.null_count:                                    # (fill_null(-1) would import pandas)
+            codes[~idx.is_valid().to_numpy(zero_copy_only=False)] = -1
+        return codes
 
 
 @dataclass
@@ -217,26 +239,12 @@ class Importer:
 
     @staticmethod
     def _code_tags(t: _Table, values: dict, base: int, n: int) -> None:
-        """Codes of the new series base.. base+n for every tag key (one Python step a value)."""
-        import pyarrow as pa
+        """Codes of the new series base.. base+n for every tag key."""
         for name in values.keys() - t.tags.keys():
             t.tags[name] = _Tag(per_series=np.full(base, -1, np.int32))
         for name, tag in t.tags.items():
             got = values.get(name)
-            codes = np.full(n, -1, np.int32)
-            if got is not None:
-                fresh = []
-                for i, v in enumerate(got.cast(pa.binary()).to_pylist()):   # bytes: UTF-8 or not, as written
-                    if v is None:
-                        continue
-                    c = tag.codes.get(v)
-                    if c is None:
-                        c = tag.codes[v] = len(tag.codes)
-                        fresh.append(i)
-                    codes[i] = c
-                if fresh:
-                    tag.chunks.append(got.take(_arrow(np.array(fresh, np.int64), None, pa.int64())))
-                    tag.values = None
+            codes = tag.code(got) if got is not None else np.full(n, -1, np.int32)
             tag.per_series = np.concatenate([tag.per_series, codes])
 
     @staticmethod
@@ -362,7 +370,7 @@ def _tag_column(tag: _Tag, ids: np.ndarray):
     codes = tag.per_series[ids]
     present = codes >= 0
     everywhere = bool(present.all())
-    used = np.zeros(len(tag.codes), bool)
+    used = np.zeros(tag.count, bool)
     used[codes if everywhere else codes[present]] = True
     values = tag.dictionary()
     if used.all():                         # the codes index the whole dictionary
