@@ -115,8 +115,8 @@ def bench_processes(session: nox.Session) -> None:
 @nox.session
 def bench_import(session: nox.Session) -> None:
     """the import's line-protocol scan of devops 100 hosts x 2 h: lines per CPU s (C alone, whole
-    schema scan, whole import to Parquet, alternating rounds) and the peak RSS over the file once
-    and three times (scan and import)."""
+    schema scan, whole import to Parquet, reading and sha256 alone: alternating rounds) and the
+    peak RSS over the file once and three times (scan and import)."""
     session.install("-e", ".")
     session.run("python", "-m", "benchmarks.import_lp", *session.posargs)
 

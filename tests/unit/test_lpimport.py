@@ -110,6 +110,53 @@ def test_a_tag_and_a_field_first_seen_late(tmp_path):
     assert sorted(os.listdir(out)) == ["import.json", "w.parquet"]
 
 
+@pytest.mark.parametrize("kept", [lpimport.SERIES_KEPT, 3])
+def test_series_across_row_groups_and_batches(tmp_path, monkeypatch, kept):
+    """Tags coded once a series: values seen in earlier batches, series lacking a tag, a row
+    group using part of a tag's values (its dictionary holds those only); the same when the
+    codes are dropped after each row group (more series than kept)."""
+    monkeypatch.setattr(lpimport, "SERIES_KEPT", kept)
+    lines = [f"w,h=h{i}{',z=odd' if i % 2 else ''} f={i}i {i}" for i in range(30)]
+    lines += [f"w,h=h5,z=odd f={i}i {i}" for i in range(30, 70)] + ["w,h=h0 f=70i 70", "w,h=new f=71i 71"]
+    monkeypatch.setattr(lpimport, "ROW_GROUP", 16)
+    _, out = imported(tmp_path, ("\n".join(lines) + "\n").encode(), chunk_bytes=100)
+    want = [{"time": i, "h": f"h{i}", "z": "odd" if i % 2 else None, "f": i} for i in range(30)]
+    want += [{"time": i, "h": "h5", "z": "odd", "f": i} for i in range(30, 70)]
+    want += [{"time": 70, "h": "h0", "z": None, "f": 70}, {"time": 71, "h": "new", "z": None, "f": 71}]
+    assert rows(out, "w") == want
+    pf = pq.ParquetFile(out / "w.parquet")
+    for g in range(pf.num_row_groups):
+        h = pf.read_row_group(g).column("h").combine_chunks()
+        assert sorted(h.dictionary.to_pylist()) == sorted(set(h.to_pylist()))
+
+
+def test_tag_values_not_utf8_kept_as_written(tmp_path):
+    """A tag value that is not UTF-8 (the fuzz found one) is written as its bytes, as before."""
+    manifest, out = imported(tmp_path, b"w,h=\xff\xfe f=1i 1\nw,h=a f=2i 2\nw,h=\xff\xfe f=3i 3\n")
+    assert manifest["rows"] == {"w": 3}
+    h = pq.read_table(out / "w.parquet").column("h").cast("string").cast("binary")
+    assert h.to_pylist() == [b"\xff\xfe", b"a", b"\xff\xfe"]
+
+
+# the Parquet encodings the import chooses, by column kind (any row group, merged parts too)
+ENCODINGS = {"tag": "RLE_DICTIONARY", "double": "BYTE_STREAM_SPLIT", "int64": "DELTA_BINARY_PACKED",
+             "timestamp[ns]": "DELTA_BINARY_PACKED"}
+
+
+@pytest.mark.parametrize("data, chunk_bytes", [(GOLDEN, 1 << 20), (b"w f=1i 1\n" * 40 + b"w,late=x\\,y f=2i,g=0.5 2\n", 32)])
+def test_encodings_by_column_kind(tmp_path, data, chunk_bytes, monkeypatch):
+    monkeypatch.setattr(lpimport, "ROW_GROUP", 16)
+    manifest, out = imported(tmp_path, data, precision="us", chunk_bytes=chunk_bytes)
+    for name in manifest["files"].values():
+        pf = pq.ParquetFile(out / name)
+        for g in range(pf.num_row_groups):
+            for i, f in enumerate(pf.schema_arrow):
+                kind = "tag" if str(f.type) == TAG else str(f.type)
+                encodings = pf.metadata.row_group(g).column(i).encodings
+                assert ENCODINGS.get(kind, "PLAIN") in encodings, (name, f.name, encodings)
+                assert kind == "tag" or "RLE_DICTIONARY" not in encodings, (name, f.name, encodings)
+
+
 def test_deterministic_bytes(tmp_path):
     _, one = imported(tmp_path, GOLDEN, "a.lp", precision="us")
     _, two = imported(tmp_path, GOLDEN, "b.lp", precision="us")

@@ -1,19 +1,22 @@
-"""Importing a line-protocol file as a stored dataset (phase 1 of a user's own data): the file's
-schema is gathered first (tsbench.data.lpscan: a line that does not parse or a field whose type
-changes stops the import before anything is written), then the file is scanned again in chunks
-and each batch's points become columns, one Parquet file per measurement:
+"""Importing a line-protocol file as a stored dataset (phase 1 of a user's own data): the file
+is read once, in chunks (tsbench.data.lpscan); each batch's schema is gathered (a line that
+does not parse or a field whose type changes fails the import, and nothing is left) and its
+points become columns, one Parquet file per measurement:
 
     DIR/<measurement>.parquet   time timestamp[ns] (null: the line had none), every tag a
-                                string (dictionary-encoded in Parquet), every field typed
-                                (float64, int64, uint64, string, bool); a field or tag a line
-                                lacks is null. Rows in file order; a row group per ROW_GROUP rows.
+                                string (dictionary-encoded), every field typed (float64,
+                                int64, uint64, string, bool); a field or tag a line lacks is
+                                null. Rows in file order; a row group per ROW_GROUP rows or so.
     DIR/import.json             the schema, the source (path, size, sha256, lines), the files,
                                 the rows written per measurement (checked against the scan's
                                 points), the scanner's errors.
 
 Columns are built with numpy from the scanner's arrays, a shape (measurement, fields and types
-in order) or a measurement at a time, never a row at a time. The folder is written under a
-temporary name and renamed when complete: a failed import leaves nothing.
+in order) or a measurement at a time, never a row at a time. Tags are decoded once a series:
+a measurement gives each series an id and each tag value a code the first time it is seen
+(up to SERIES_KEPT series kept past a row group), and a row group's tag column is those codes
+with the values it uses as its dictionary. The folder is written under a temporary name and
+renamed when complete: a failed import leaves nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from tsbench.core.errors import UserError
 from tsbench.data import lpscan, native
 
 ROW_GROUP = 1 << 16
+SERIES_KEPT = 1 << 16   # series a measurement keeps its tags' codes for past a row group (memory bound)
 _TAG_ESCAPE = r'\\([,= ])'
 _STRING_ESCAPE = r'\\(["\\])'
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,100}")
@@ -85,13 +89,65 @@ def _placed(n: int, rows: np.ndarray, values):
     import pyarrow as pa
     pos = np.full(n, -1, np.int64)
     pos[rows] = np.arange(len(rows))
-    return values.take(pa.array(pos, mask=pos < 0))
+    return values.take(_arrow(pos, pos >= 0, pa.int64()))
+
+
+def _arrow(values: np.ndarray, valid: np.ndarray | None, typ):
+    """An Arrow array of typ over a numpy array (null where valid is False), built from buffers
+    (pyarrow's array() over numpy would import pandas)."""
+    import pyarrow as pa
+    bits = None
+    if valid is not None and not valid.all():
+        bits = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    if values.dtype == bool:
+        return pa.Array.from_buffers(typ, len(values), [bits, pa.py_buffer(np.packbits(values, bitorder="little"))])
+    return pa.Array.from_buffers(typ, len(values), [bits, pa.py_buffer(np.ascontiguousarray(values))])
+
+
+@dataclass
+class _Tag:
+    """One tag key of a measurement: its distinct values in order of appearance (their bytes as
+    written, UTF-8 or not), and each series' code into them (-1: the series lacks the tag)."""
+    count: int = 0                                     # distinct values
+    chunks: list = field(default_factory=list)         # the values, as Arrow binary arrays
+    values: object = None                              # the chunks combined (None: out of date)
+    per_series: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+
+    def known(self):
+        import pyarrow as pa
+        if self.values is None:
+            self.values = pa.concat_arrays(self.chunks) if self.chunks else pa.nulls(0, pa.binary())
+            self.chunks = [self.values]
+        return self.values
+
+    def dictionary(self):
+        import pyarrow as pa
+        return self.known().view(pa.string())
+
+    def code(self, got) -> np.ndarray:
+        """The codes of got (an Arrow string array; null: no value, code -1), the values not
+        seen before added (vectorized: no Python step a value)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        raw = got.view(pa.binary())
+        idx = pc.index_in(raw, value_set=self.known())
+        missing = pc.and_(idx.is_null(), raw.is_valid())
+        if pc.any(missing).as_py():
+            fresh = pc.unique(raw.filter(missing))            # in order of first appearance
+            self.chunks.append(fresh)
+            self.values, self.count = None, self.count + len(fresh)
+            idx = pc.index_in(raw, value_set=self.known())
+        codes = np.frombuffer(idx.buffers()[1], np.int32, len(idx), idx.offset * 4).copy()
+        if idx.null_count:                                    # (fill_null(-1) would import pandas)
+            codes[~idx.is_valid().to_numpy(zero_copy_only=False)] = -1
+        return codes
 
 
 @dataclass
 class _Table:
     """One measurement's output: its current schema and Parquet writer, the files written so
-    far (a new one each time a tag or field appears), column names, rows waiting."""
+    far (a new one each time a tag or field appears), column names, its series (tags decoded
+    once a series), rows waiting."""
     name: str
     file: str
     schema: object = None
@@ -100,7 +156,12 @@ class _Table:
     parts: list = field(default_factory=list)
     tag_names: dict = field(default_factory=dict)     # key hash -> tag name
     field_names: dict = field(default_factory=dict)   # key hash -> field name
-    pending: list = field(default_factory=list)
+    keys: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))   # series hashes, sorted
+    ids: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))     # their series ids
+    tags: dict = field(default_factory=dict)          # tag name -> _Tag
+    types: dict = field(default_factory=dict)         # field name -> _field_type
+    shape_names: dict = field(default_factory=dict)   # line shape hash -> its field names in order
+    pending: list = field(default_factory=list)       # (rows, time, has_time, series ids, field arrays)
     pending_rows: int = 0
     rows: int = 0
 
@@ -138,7 +199,7 @@ class Importer:
             t.schema, t.known = arrow_schema(t.name, _current(m)), (len(m.tags), len(m.fields))
             path = self.folder / (t.file if not t.parts else f".{t.file}.part{len(t.parts)}")
             t.parts.append(path)
-            t.writer = self._pq.ParquetWriter(str(path), t.schema, compression="zstd")
+            t.writer = _writer(path, t.schema)
         return t
 
     def feed(self, scan: lpscan.SchemaScan, buf, batch: native.LpBatch) -> None:
@@ -149,18 +210,42 @@ class Importer:
             return
         bufnp = np.frombuffer(buf, np.uint8)
         meas = a["meas"]
-        for h in np.unique(meas).tolist():
-            pts = np.flatnonzero(meas == np.uint64(h))
+        hashes = np.unique(meas)
+        for h in hashes.tolist():
+            pts = np.flatnonzero(meas == np.uint64(h)) if len(hashes) > 1 else np.arange(len(meas))
             t = self._table(scan, h)
-            cols = {"time": self._times(a, pts)}
-            cols.update(self._tags(t, buf, bufnp, a, pts))
-            cols.update(self._fields(t, buf, bufnp, a, pts))
-            self._add(t, cols, len(pts))
+            ids = self._series(t, buf, bufnp, a, pts)
+            fields = self._fields(t, buf, bufnp, a, pts)
+            self._add(t, (len(pts), a["time"][pts], a["has_time"][pts] != 0, ids, fields))
+
+    def _series(self, t: _Table, buf, bufnp, a: dict, pts: np.ndarray) -> np.ndarray:
+        """Each point's series id in its measurement; the tags of series not seen before are
+        decoded (from one point each) and coded."""
+        s = a["series"][pts]
+        pos = np.minimum(np.searchsorted(t.keys, s), max(len(t.keys) - 1, 0))
+        if len(t.keys) and (t.keys[pos] == s).all():
+            return t.ids[pos]
+        known = np.isin(s, t.keys)
+        new, first = np.unique(s[~known], return_index=True)
+        order = np.argsort(first, kind="stable")             # ids in order of appearance
+        reps = pts[np.flatnonzero(~known)[first[order]]]
+        base = len(t.ids)
+        keys = np.concatenate([t.keys, new[order]])
+        ids = np.concatenate([t.ids, np.arange(base, base + len(new), dtype=np.int32)])
+        sort = np.argsort(keys, kind="stable")
+        t.keys, t.ids = keys[sort], ids[sort]
+        self._code_tags(t, self._tag_values(t, buf, bufnp, a, reps), base, len(new))
+        return t.ids[np.searchsorted(t.keys, s)]
 
     @staticmethod
-    def _times(a: dict, pts: np.ndarray):
-        import pyarrow as pa
-        return pa.array(a["time"][pts], mask=a["has_time"][pts] == 0, type=pa.timestamp("ns"))
+    def _code_tags(t: _Table, values: dict, base: int, n: int) -> None:
+        """Codes of the new series base.. base+n for every tag key."""
+        for name in values.keys() - t.tags.keys():
+            t.tags[name] = _Tag(per_series=np.full(base, -1, np.int32))
+        for name, tag in t.tags.items():
+            got = values.get(name)
+            codes = tag.code(got) if got is not None else np.full(n, -1, np.int32)
+            tag.per_series = np.concatenate([tag.per_series, codes])
 
     @staticmethod
     def _names(known: dict, keys: np.ndarray, spans, buf) -> None:
@@ -170,20 +255,6 @@ class Importer:
             if kh not in known:
                 off, kl = spans(j)
                 known[kh] = lpscan.unescape(bytes(buf[off:off + kl]), lpscan.NAME_ESCAPES)
-
-    def _tags(self, t: _Table, buf, bufnp, a: dict, pts: np.ndarray) -> dict:
-        """The tag columns: read from one point per series (a series is its tag set), then
-        taken for every point of the series."""
-        import pyarrow as pa
-        _, rep, inv = np.unique(a["series"][pts], return_index=True, return_inverse=True)
-        cols = self._tag_values(t, buf, bufnp, a, pts[rep])
-        inv = inv.reshape(-1).astype(np.int32)
-        out = {}
-        for k, v in cols.items():
-            absent = v.is_null().to_numpy(zero_copy_only=False)[inv]
-            out[k] = pa.DictionaryArray.from_arrays(pa.array(inv, mask=absent if absent.any() else None),
-                                                   v.fill_null(""))
-        return out
 
     def _tag_values(self, t: _Table, buf, bufnp, a: dict, pts: np.ndarray) -> dict:
         ends = a["tag_end"][pts].astype(np.int64)
@@ -204,49 +275,73 @@ class Importer:
     def _fields(self, t: _Table, buf, bufnp, a: dict, pts: np.ndarray) -> dict:
         """Each field's column, built one line shape at a time (the fields' places in a line)."""
         fstart = np.where(pts > 0, a["field_end"][np.maximum(pts - 1, 0)], 0).astype(np.int64)
-        shapes, first = np.unique(a["shape"][pts], return_index=True)
+        shape = a["shape"][pts]
+        shapes, first = np.unique(shape, return_index=True)
         parts: dict[str, list] = {}
         for s, f0 in zip(shapes.tolist(), first.tolist()):
-            rows = np.flatnonzero(a["shape"][pts] == np.uint64(s)) if len(shapes) > 1 else np.arange(len(pts))
-            lo = int(fstart[f0])
-            for k in range(int(a["field_end"][pts[f0]]) - lo):
-                self._names(t.field_names, a["field_key"][lo + k:lo + k + 1],
-                            lambda _j, j=lo + k: (int(a["field_off"][j]), int(a["field_klen"][j])), buf)
-                name = t.field_names[int(a["field_key"][lo + k])]
-                parts.setdefault(name, []).append((rows, fstart[rows] + k))
+            rows = np.flatnonzero(shape == np.uint64(s)) if len(shapes) > 1 else None
+            names = t.shape_names.get(s)
+            if names is None:
+                names = t.shape_names[s] = self._shape_names(t, buf, a, int(fstart[f0]), int(a["field_end"][pts[f0]]))
+            for k, name in enumerate(names):
+                parts.setdefault(name, []).append((rows, (fstart if rows is None else fstart[rows]) + k))
         return {name: self._column(t, name, bufnp, a, len(pts), p) for name, p in parts.items()}
 
+    def _shape_names(self, t: _Table, buf, a: dict, lo: int, hi: int) -> tuple:
+        """The field names of a line shape, in the line's order (fields lo..hi of one point)."""
+        for j in range(lo, hi):
+            self._names(t.field_names, a["field_key"][j:j + 1],
+                        lambda _j, j=j: (int(a["field_off"][j]), int(a["field_klen"][j])), buf)
+        return tuple(t.field_names[int(k)] for k in a["field_key"][lo:hi].tolist())
+
     def _column(self, t: _Table, name: str, bufnp, a: dict, n: int, parts: list):
-        import pyarrow as pa
-        rows = np.concatenate([r for r, _ in parts])
-        fidx = np.concatenate([f for _, f in parts])
-        typ = t.schema.field(name).type
-        if typ == pa.string():
-            return _placed(n, rows, _gather(bufnp, a["field_voff"][fidx], a["field_vlen"][fidx], _STRING_ESCAPE))
+        typ, view = t.types.get(name) or t.types.setdefault(name, _field_type(t.schema.field(name).type))
+        if len(parts) == 1 and parts[0][0] is None:       # every point has the field: no scatter
+            fidx, rows = parts[0][1], None
+        else:
+            rows = np.concatenate([np.arange(n) if r is None else r for r, _ in parts])
+            fidx = np.concatenate([f for _, f in parts])
+        if view is str:
+            vals = _gather(bufnp, a["field_voff"][fidx], a["field_vlen"][fidx], _STRING_ESCAPE)
+            return vals if rows is None else _placed(n, rows, vals)
         bits = a["field_value"][fidx]
-        vals = {pa.float64(): bits.view(np.float64), pa.uint64(): bits.view(np.uint64),
-                pa.bool_(): bits != 0}.get(typ, bits)
+        vals = bits != 0 if view is bool else bits.view(view)
+        if rows is None:
+            return _arrow(vals, None, typ)
         full = np.zeros(n, vals.dtype)
         full[rows] = vals
-        mask = np.ones(n, bool)
-        mask[rows] = False
-        return pa.array(full, mask=mask, type=typ)
+        valid = np.zeros(n, bool)
+        valid[rows] = True
+        return _arrow(full, valid, typ)
 
-    def _add(self, t: _Table, cols: dict, n: int) -> None:
-        import pyarrow as pa
-        arrays = [cols.get(f.name) if f.name in cols else pa.nulls(n, f.type) for f in t.schema]
-        t.pending.append(pa.Table.from_arrays(arrays, schema=t.schema))
-        t.pending_rows += n
-        t.rows += n
+    def _add(self, t: _Table, piece: tuple) -> None:
+        t.pending.append(piece)
+        t.pending_rows += piece[0]
+        t.rows += piece[0]
         if t.pending_rows >= ROW_GROUP:
             self._flush(t)
 
     @staticmethod
     def _flush(t: _Table) -> None:
+        """The rows waiting written as one row group: each tag column a dictionary of the
+        values its rows use, indices from the series' codes."""
         import pyarrow as pa
-        if t.pending_rows:
-            t.writer.write_table(pa.concat_tables(t.pending), row_group_size=max(t.pending_rows, 1))
+        if not t.pending_rows:
+            return
+        ids = np.concatenate([p[3] for p in t.pending])
+        cols = []
+        for f in t.schema:
+            if f.name == "time":
+                cols.append(_arrow(np.concatenate([p[1] for p in t.pending]),
+                                   np.concatenate([p[2] for p in t.pending]), pa.int64()).view(f.type))
+            elif pa.types.is_dictionary(f.type):
+                cols.append(_tag_column(t.tags[f.name], ids) if f.name in t.tags else pa.nulls(len(ids), f.type))
+            else:
+                cols.append(pa.chunked_array([p[4].get(f.name) or pa.nulls(p[0], f.type) for p in t.pending], f.type))
+        t.writer.write_table(pa.Table.from_arrays(cols, schema=t.schema), row_group_size=t.pending_rows)
         t.pending, t.pending_rows = [], 0
+        if len(t.ids) > SERIES_KEPT:       # many series: their codes dropped (decoded again when seen)
+            t.keys, t.ids, t.tags = t.keys[:0], t.ids[:0], {}
 
     def close(self) -> dict[str, int]:
         """Flush and close every file, a measurement's parts merged into its file: rows
@@ -261,13 +356,52 @@ class Importer:
         return {t.name: t.rows for t in sorted(self.tables.values(), key=lambda t: t.name)}
 
 
+def _field_type(typ) -> tuple:
+    """A field's Arrow type and how its value bits are read: str (a span of the buffer), bool,
+    or the numpy type the int64 bits are viewed as."""
+    import pyarrow as pa
+    return typ, {pa.string(): str, pa.bool_(): bool, pa.float64(): np.float64, pa.uint64(): np.uint64}.get(typ, np.int64)
+
+
+def _tag_column(tag: _Tag, ids: np.ndarray):
+    """A tag's dictionary column for the points of series ids: the dictionary holds the values
+    these points use (in order of first appearance in the file), null where a series lacks it."""
+    import pyarrow as pa
+    codes = tag.per_series[ids]
+    present = codes >= 0
+    everywhere = bool(present.all())
+    used = np.zeros(tag.count, bool)
+    used[codes if everywhere else codes[present]] = True
+    values = tag.dictionary()
+    if used.all():                         # the codes index the whole dictionary
+        indices = codes if everywhere else np.where(present, codes, 0)
+    else:
+        remap = (np.cumsum(used) - 1).astype(np.int32)
+        indices = np.where(present, remap[codes], 0).astype(np.int32)
+        values = values.take(_arrow(np.flatnonzero(used), None, pa.int64()))
+    return pa.DictionaryArray.from_arrays(_arrow(indices, present, pa.int32()), values)
+
+
+def _writer(path: Path, schema):
+    """A Parquet writer of schema: zstd; dictionary encoding for the tag columns only (a field's
+    values seldom repeat: trying a dictionary first costs time and bytes), floats split by
+    byte stream and integers and times delta-coded (smaller and cheaper to compress)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    tags = [f.name for f in schema if pa.types.is_dictionary(f.type)]
+    encoding = {f.name: "BYTE_STREAM_SPLIT" if pa.types.is_floating(f.type) else "DELTA_BINARY_PACKED"
+                for f in schema if pa.types.is_floating(f.type) or f.type in (pa.int64(), pa.timestamp("ns"))}
+    return pq.ParquetWriter(str(path), schema, compression="zstd", use_dictionary=tags,
+                            column_encoding=encoding or None)
+
+
 def _merge(parts: list[Path], schema, out: Path) -> None:
     """One Parquet file of schema from parts whose columns are subsets of it (absent: null),
     row group by row group (memory bounded by one)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     merged = out.with_name(f".{out.name}.merged")
-    with pq.ParquetWriter(str(merged), schema, compression="zstd") as writer:
+    with _writer(merged, schema) as writer:
         for part in parts:
             pf = pq.ParquetFile(str(part))
             for g in range(pf.num_row_groups):
