@@ -158,7 +158,7 @@ class _CsvScan(lpscan.SchemaScan):
         series = lpscan._mix(np.full(n, np.uint64(0x5851F42D4C957F2D)))
         for i, hashes in enumerate(tag_hashes):
             series = lpscan._mix(series ^ (hashes + np.uint64(i)))
-        self._tag_hashes = tag_hashes
+        self._tag_hashes, self.series = tag_hashes, series
         a = {"series": series, "time": times, "has_time": np.ones(n, np.uint8), "meas": np.zeros(n, np.uint64)}
         self._steps(a, self._series_ids(None, a))
 
@@ -324,7 +324,6 @@ class _Reading:
         self.rows = 0
 
     def _start(self, batch) -> None:
-        import pyarrow.parquet as pq
         m = self.mapping
         m.infer(batch)
         self.scan = _CsvScan(self.measurement, m.unit, m.tags, m.types)
@@ -332,7 +331,7 @@ class _Reading:
         t.schema = lpimport.arrow_schema(self.measurement, {"tags": {k: {} for k in m.tags},
                                                              "fields": {f: {"type": m.types[f]} for f in m.fields}})
         t.parts = [self.tmp / t.file]
-        t.writer = pq.ParquetWriter(str(t.parts[0]), t.schema, compression="zstd")
+        t.writer = lpimport._writer(t.parts[0], t.schema)
         self.importer.tables[_MEAS] = t
 
     def feed(self, batch) -> None:
@@ -347,8 +346,9 @@ class _Reading:
         except _BadRow as bad:
             raise CsvImportError(self.path, self.src.line_of(self.rows + bad.row + 2), bad.reason) from None
         self.scan.feed_columns(times, [h for _, h in tags.values()], [len(c) - c.null_count for c in fields.values()])
-        cols = {"time": pa.array(times, type=pa.timestamp("ns")), **{k: enc for k, (enc, _) in tags.items()}, **fields}
-        self.importer._add(self.importer.tables[_MEAS], cols, len(times))
+        values = {name: batch.column(name).cast(pa.string()) for name in m.tags}
+        self.importer.add_columns(self.importer.tables[_MEAS], times, np.ones(len(times), bool), self.scan.series,
+                                  values, fields)
         self.rows += len(times)
 
     def close(self) -> dict[str, int]:

@@ -218,23 +218,34 @@ class Importer:
             fields = self._fields(t, buf, bufnp, a, pts)
             self._add(t, (len(pts), a["time"][pts], a["has_time"][pts] != 0, ids, fields))
 
+    def add_columns(self, t: _Table, times: np.ndarray, has_time: np.ndarray, keys: np.ndarray,
+                    tags: dict, fields: dict) -> None:
+        """Rows given as columns (the CSV importer): keys each row's series hash, tags each tag's
+        values (Arrow strings), fields Arrow arrays; tags coded once a series, as for scanned lines."""
+        ids = self._series_of(t, keys, lambda rows: {k: col.take(rows) for k, col in tags.items()})
+        self._add(t, (len(times), times, has_time, ids, fields))
+
     def _series(self, t: _Table, buf, bufnp, a: dict, pts: np.ndarray) -> np.ndarray:
         """Each point's series id in its measurement; the tags of series not seen before are
         decoded (from one point each) and coded."""
-        s = a["series"][pts]
+        return self._series_of(t, a["series"][pts], lambda rows: self._tag_values(t, buf, bufnp, a, pts[rows]))
+
+    def _series_of(self, t: _Table, s: np.ndarray, values_of) -> np.ndarray:
+        """The series ids of the series hashes s; values_of(rows) gives the tag values of the rows
+        (indices into s) that first show a series not seen before."""
         pos = np.minimum(np.searchsorted(t.keys, s), max(len(t.keys) - 1, 0))
         if len(t.keys) and (t.keys[pos] == s).all():
             return t.ids[pos]
         known = np.isin(s, t.keys)
         new, first = np.unique(s[~known], return_index=True)
         order = np.argsort(first, kind="stable")             # ids in order of appearance
-        reps = pts[np.flatnonzero(~known)[first[order]]]
+        reps = np.flatnonzero(~known)[first[order]]
         base = len(t.ids)
         keys = np.concatenate([t.keys, new[order]])
         ids = np.concatenate([t.ids, np.arange(base, base + len(new), dtype=np.int32)])
         sort = np.argsort(keys, kind="stable")
         t.keys, t.ids = keys[sort], ids[sort]
-        self._code_tags(t, self._tag_values(t, buf, bufnp, a, reps), base, len(new))
+        self._code_tags(t, values_of(reps), base, len(new))
         return t.ids[np.searchsorted(t.keys, s)]
 
     @staticmethod
