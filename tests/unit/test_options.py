@@ -13,7 +13,7 @@ import pytest
 
 from tsbench.commands import cli
 from tsbench.core.options import UNSET, PhaseOptions, cli_of, default_of
-from tsbench.data.options import DatasetSettings, GenerateCommand
+from tsbench.data.options import DatasetSettings, GenerateCommand, ImportSettings
 from tsbench.execute.options import ExecuteCommand, ExecuteSettings
 from tsbench.experiments.options import RunCommand
 from tsbench.load.options import DataFileCheck, LoadCommand, LoadSettings
@@ -45,7 +45,7 @@ COMMANDS = {
     "servers stop": ([], {"names", "all_"}),
     "servers list": ([], set()),
     "verify": ([DataFileCheck], {"datafile", "target_name", "server", "options", "json_out"}),
-    "import": ([], {"file", "output", "precision", "quiet"}),
+    "import": ([ImportSettings], {"file", "output", "quiet"}),
 }
 
 
