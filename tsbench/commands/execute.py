@@ -49,11 +49,11 @@ def run_queries(queries_file, target_name, server, load_file, options, server_op
     database), in order; a failed trial's is the last (the rest are skipped)."""
     from tsbench import databases, queries
     from tsbench.core import aiorun
-    from tsbench.data.dataset import resolve, spec_of
     from tsbench.experiments import session, trials
+    from tsbench.queries.storedview import dataset_of
 
     head, specs = queries.read_queries(queries_file)
-    ds = resolve(spec_of(head["dataset"]))
+    ds = dataset_of(head["dataset"])
     if databases.is_local(server) and not load_file:
         raise UserError("--server local starts an empty server: add --load DATAFILE (or give a server URL)")
     df = _datafile_for(load_file, ds, queries_file) if load_file else None

@@ -16,7 +16,10 @@ CHUNK = 1 << 20      # bytes hashed at a time by check_sha256
 
 
 def tables_of(ds: Dataset, rows: int, values: int) -> Tables:
-    """Tag and field columns of every measurement, in the CSV column order."""
+    """Tag and field columns of every measurement, in the CSV column order (an import's: its
+    loadable view's tables)."""
+    if getattr(ds, "stored", False):
+        return ds.tables
     out = []
     for s, se in enumerate(ds.schema.series):
         tags = tuple(t.key for t in ds.schema.series_tags(s))

@@ -87,14 +87,23 @@ async def stream(conn: Connection, ds: Dataset, opts):
 
 
 def select_types(ds: Dataset, types: list[str], families: list[str]) -> list[str]:
-    """The query types to draw: those named, else every type of the families that fits the dataset."""
+    """The query types to draw: those named, else every type of the families that fits the dataset
+    (an import without families: stored_families)."""
     if types:
         return list(types)
+    if not families and getattr(ds, "stored", False):
+        families = stored_families(ds)
     for f in families:
         if f not in queries.FAMILIES:
             raise UserError(f"--family: unknown family {f!r} (families: {', '.join(queries.FAMILIES)})")
     ctx = queries.context(ds)
     return [n for n, qt in queries.CATALOG.items() if qt.family in families and qt.applies(ctx) is None]
+
+
+def stored_families(ds) -> list[str]:
+    """The query families drawn on an import when none is named: generic, and the family of the
+    use case its schema was recognized as (ds.use_case, e.g. devops for a TSBS devops file)."""
+    return ["generic"] + ([ds.use_case] if ds.use_case in queries.FAMILIES and ds.use_case != "generic" else [])
 
 
 def draw(ds: Dataset, types: list[str], count: int, seed: int, *, allow_empty: bool = False, reference=None,

@@ -8,8 +8,10 @@ else ~/.cache/tsbench). Layout: <dataset key>/<query key>.arrow, beside
 <dataset key>/dataset.json (the dataset, for people). The dataset key is a
 sha256 over all that fixes the engine's tables: the simulator's inputs (compiled
 schema, seed, entities, start, interval, epochs), the C core's build id,
-DuckDB's version and reference.py's source. The query key is a sha256 over the
-type, the parameters and the SQL the engine runs (not the query's id).
+DuckDB's version and reference.py's source; for an import, its import.json's
+sha256 and loadable view instead of the simulator's inputs and the C core. The
+query key is a sha256 over the type, the parameters and the SQL the engine runs
+(not the query's id).
 
 An answer is its columns, each typed from its values (int64, float64, string;
 nulls kept), so that reading gives back equal tuples, floats bit for bit; an
@@ -60,10 +62,21 @@ def dataset_key(ds: Dataset) -> str:
     from tsbench.data.native import build_id
 
     engine = pathlib.Path(__file__).with_name("reference.py").read_bytes()
+    if getattr(ds, "stored", False):
+        return _stored_key(ds, engine, duckdb.__version__)
     return _sha({"format": FORMAT, "compiled": dataclasses.asdict(ds.compiled), "seed": ds.spec.seed,
                  "entities": ds.entities, "start_ns": ds.start_ns, "interval_ns": ds.interval_ns,
                  "epochs": ds.epochs, "c_core": build_id(), "duckdb": duckdb.__version__,
                  "engine": hashlib.sha256(engine).hexdigest()})[:32]
+
+
+def _stored_key(ds, engine: bytes, duckdb_version: str) -> str:
+    """An import's key: its import.json's sha256 (which names its Parquet files' contents),
+    the loadable view and the SQL that reads it, DuckDB's version and reference.py's source."""
+    view = pathlib.Path(__file__).with_name("storedview.py").read_bytes()
+    return _sha({"format": FORMAT, "import_sha256": ds.meta_sha256,
+                 "tables": [dataclasses.asdict(t) for t in ds.tables], "duckdb": duckdb_version,
+                 "engine": hashlib.sha256(engine + view).hexdigest()})[:32]
 
 
 def query_key(spec: QuerySpec, sql: str) -> str:

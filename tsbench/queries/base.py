@@ -114,6 +114,9 @@ class DatasetContext:
     # () -> the dataset's reference (expected(spec) -> rows), for types that draw from the data's
     # values (generic-above-p90); None: not at hand
     reference: Callable[[], Any] | None = None
+    # (measurement, tag) -> that tag's distinct non-null values in the measurement, where every
+    # tag's values are known (imported data: every tag is in entity_tags); None: a generated dataset
+    tag_values: Callable[[str, str], list[str]] | None = None
     # what users derive from the context once and keep (the generic family's distinct tag values)
     memo: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -60,8 +60,9 @@ class CachedReference:
             import psutil
 
             ds, me = self.ds, psutil.Process()
-            self.say(f"building the reference engine ({ds.entities:,} entities x {ds.epochs:,} epochs): "
-                     "an answer is not in the cache")
+            size = f"{ds.tables.rows:,} imported rows" if getattr(ds, "stored", False) else \
+                f"{ds.entities:,} entities x {ds.epochs:,} epochs"
+            self.say(f"building the reference engine ({size}): an answer is not in the cache")
             t0, pss0 = time.perf_counter(), me.memory_full_info().pss
             self.engine = reference.Reference(ds)
             self.build_seconds = round(time.perf_counter() - t0, 3)

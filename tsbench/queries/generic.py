@@ -27,7 +27,10 @@ A type that cannot apply to a schema (no numeric field, no tag with several
 values, fewer than its series) says why in applies(). Only the entity tags' values
 are known before a database is asked (DatasetContext.entity_tags): a tag a
 measurement has of its own (devops' diskio serial) is never chosen. Entity values
-are looked at for the first SCAN_ENTITIES entities only."""
+are looked at for the first SCAN_ENTITIES entities only. Imported data
+(DatasetContext.tag_values, queries/storedview.py) knows every tag's values, per
+measurement and sorted: any tag of a measurement can be its series or group tag,
+and its series are told apart by all its tags."""
 
 from __future__ import annotations
 
@@ -56,9 +59,12 @@ def numeric_fields(ctx: DatasetContext, m: str) -> list[str]:
     return [f.name for f in ctx.table(m).fields if f.type in NUMERIC]
 
 
-def distinct_values(ctx: DatasetContext, tag: str) -> list[str]:
-    """An entity tag's distinct non-null values, in entity order (the first SCAN_ENTITIES entities),
+def distinct_values(ctx: DatasetContext, tag: str, m: str | None = None) -> list[str]:
+    """A tag's distinct non-null values: in measurement m where the context knows every tag's
+    (imported data), else the entity tag's, in entity order (the first SCAN_ENTITIES entities);
     found once per context."""
+    if ctx.tag_values is not None and m is not None:
+        return ctx.tag_values(m, tag)           # kept by the context's TagValues
     key = ("generic-distinct", tag)
     if key not in ctx.memo:
         vals = ctx.entity_tags[tag]
@@ -71,7 +77,7 @@ def series_tag(ctx: DatasetContext, m: str) -> str | None:
     """The measurement's entity tag with the most distinct values (None: it has none with a value)."""
     best, most = None, 0
     for tag in ctx.table(m).tags:
-        n = len(distinct_values(ctx, tag)) if tag in ctx.entity_tags else 0
+        n = len(distinct_values(ctx, tag, m)) if tag in ctx.entity_tags else 0
         if n > most:
             best, most = tag, n
     return best
@@ -80,7 +86,9 @@ def series_tag(ctx: DatasetContext, m: str) -> str | None:
 def series_key(ctx: DatasetContext, m: str) -> list[str]:
     """The tags that tell the measurement's series apart: the series tag where each entity has
     a value of its own (devops' hostname), else every tag of the measurement (synthetic's
-    tag0 x tag1)."""
+    tag0 x tag1, and any imported measurement)."""
+    if ctx.tag_values is not None:
+        return list(ctx.table(m).tags)
     tag = series_tag(ctx, m)
     if len(distinct_values(ctx, tag)) == min(len(ctx.entity_tags[tag]), SCAN_ENTITIES):
         return [tag]
@@ -89,7 +97,7 @@ def series_key(ctx: DatasetContext, m: str) -> list[str]:
 
 def group_tags(ctx: DatasetContext, m: str) -> list[str]:
     """The measurement's entity tags with several distinct values."""
-    return [t for t in ctx.table(m).tags if t in ctx.entity_tags and len(distinct_values(ctx, t)) >= 2]
+    return [t for t in ctx.table(m).tags if t in ctx.entity_tags and len(distinct_values(ctx, t, m)) >= 2]
 
 
 def measurements(ctx: DatasetContext, series: int = 1, grouped: bool = False) -> list[str]:
@@ -98,7 +106,7 @@ def measurements(ctx: DatasetContext, series: int = 1, grouped: bool = False) ->
     out = []
     for t in ctx.tables.tables:
         tag = series_tag(ctx, t.name)
-        if numeric_fields(ctx, t.name) and tag and len(distinct_values(ctx, tag)) >= series and \
+        if numeric_fields(ctx, t.name) and tag and len(distinct_values(ctx, tag, t.name)) >= series and \
                 (not grouped or group_tags(ctx, t.name)):
             out.append(t.name)
     return out
@@ -145,7 +153,7 @@ def _aggregate(rng, ctx: DatasetContext, agg: str, nfields: int, series: int) ->
     tag = series_tag(ctx, m)
     start, end, bucket = window_of(rng, ctx)
     return {"shape": "aggregate", "measurement": m, "agg": agg, "fields": fields, "types": _types(ctx, m, fields),
-            "tag": tag, "tag_values": _pick(rng, distinct_values(ctx, tag), series), "start": start, "end": end,
+            "tag": tag, "tag_values": _pick(rng, distinct_values(ctx, tag, m), series), "start": start, "end": end,
             "bucket": bucket, "group_by": []}
 
 

@@ -1,5 +1,6 @@
 """The reference engine (phase 5): the dataset loaded into DuckDB straight from
-the simulator's columnar output (no text parsing), one table per measurement
+the simulator's columnar output (no text parsing), or an import's from its
+Parquet files (queries/storedview.py), one table per measurement
 (time TIMESTAMPTZ, tags, fields), and each query's expected answer from
 shapes.sql() over it. The database is a file in a temporary folder of tsbench's
 home, removed with the engine, and DuckDB keeps at most MEMORY_LIMIT of it in
@@ -39,6 +40,11 @@ class Reference:
         self._load()
 
     def _load(self) -> None:
+        if getattr(self.ds, "stored", False):        # an import: its view, from its Parquet files
+            from tsbench.queries.storedview import fill
+
+            fill(self.con, self.ds)
+            return
         ds, sch = self.ds, self.ds.schema
         sim = Simulator(ds.compiled, ds.spec.seed, 0, ds.entities, ds.start_ns, ds.interval_ns, ds.epochs, cache=None)
         width = max(sum(1 for f in se.fields if not f.hidden) for se in sch.series)

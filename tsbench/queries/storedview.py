@@ -1,0 +1,132 @@
+"""The rows of an import's loadable view (phases 3 and 5 on a user's own data): SQL that reads
+them straight from the import's Parquet files (data/stored.py, data/lpimport.py) for the
+reference engine's tables, each tag's distinct values and the query context drawn from
+them, and the dataset back from a queries file's description. DuckDB does the work; no
+Python per row.
+
+The view's rows of a measurement: those with a time and at least one value of a field the
+view holds (a line without a timestamp, or with string or boolean fields only, is not one:
+no database is given it). Columns: time as the microsecond TIMESTAMPTZ the reference and the
+SQL targets hold (DuckDB's cast rounds nanoseconds to the nearest microsecond, as PostgreSQL's
+timestamptz does), the measurement's tags as VARCHAR, its view fields as BIGINT or DOUBLE."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tsbench.core.model import Table
+from tsbench.queries.base import DatasetContext, lit, q
+
+SQL_TYPES = {"float": "DOUBLE", "int": "BIGINT"}
+SECOND = 10**9
+
+
+def view_where(table: Table) -> str:
+    """The view's rule as a WHERE condition over the Parquet columns."""
+    values = " OR ".join(f"{q(f.name)} IS NOT NULL" for f in table.fields)
+    return f"time IS NOT NULL AND ({values})"
+
+
+def view_select(ds, table: Table) -> str:
+    """SELECT of a measurement's view rows, columns in the table's order (time, tags, fields)."""
+    cols = ["CAST(time AS TIMESTAMPTZ) AS time"] + [f"CAST({q(t)} AS VARCHAR) AS {q(t)}" for t in table.tags] + \
+           [f"CAST({q(f.name)} AS {SQL_TYPES[f.type]}) AS {q(f.name)}" for f in table.fields]
+    return (f"SELECT {', '.join(cols)} FROM read_parquet({lit(str(ds.parquet(table.name)))}) "
+            f"WHERE {view_where(table)}")
+
+
+def fill(con, ds) -> None:
+    """The reference engine's tables (con: its DuckDB connection, TimeZone UTC) from the view:
+    one INSERT ... SELECT per measurement."""
+    for t in ds.tables:
+        cols = ["time TIMESTAMPTZ"] + [f"{q(k)} VARCHAR" for k in t.tags] + \
+               [f"{q(f.name)} {SQL_TYPES[f.type]}" for f in t.fields]
+        con.execute(f"CREATE TABLE {q(t.name)} ({', '.join(cols)})")
+        con.execute(f"INSERT INTO {q(t.name)} {view_select(ds, t)}")
+
+
+def entities(ds) -> int:
+    """What `entities` means for imported data: the series count (distinct tag sets, as the
+    import counted them) of the view's measurement with the most series. It sizes, never selects."""
+    ms = ds.meta["schema"]["measurements"]
+    return max((int(ms[t.name].get("series") or 0) for t in ds.tables), default=0)
+
+
+class TagValues:
+    """Each tag's distinct non-null values in the view, sorted (by code point), asked of DuckDB
+    (SELECT DISTINCT over the Parquet column) the first time and kept: values(m, tag) of one
+    measurement, every(tag) of every measurement that has the tag."""
+
+    def __init__(self, ds):
+        self.ds, self.con, self.memo = ds, None, {}
+
+    def values(self, measurement: str, tag: str) -> list[str]:
+        key = (measurement, tag)
+        if key not in self.memo:
+            t = self.ds.tables.by_name()[measurement]
+            if self.con is None:
+                import duckdb
+
+                self.con = duckdb.connect()
+            sql = (f"SELECT DISTINCT CAST({q(tag)} AS VARCHAR) AS v FROM read_parquet("
+                   f"{lit(str(self.ds.parquet(measurement)))}) WHERE {q(tag)} IS NOT NULL AND "
+                   f"{view_where(t)}")
+            self.memo[key] = sorted(r[0] for r in self.con.execute(sql).fetchall())
+        return self.memo[key]
+
+    def every(self, tag: str) -> list[str]:
+        if ("*", tag) not in self.memo:
+            found = set()
+            for t in self.ds.tables:
+                if tag in t.tags:
+                    found.update(self.values(t.name, tag))
+            self.memo[("*", tag)] = sorted(found)
+        return self.memo[("*", tag)]
+
+
+class EveryTag(Mapping):
+    """DatasetContext.entity_tags of imported data: every tag of the view, its values
+    (TagValues.every) looked up when first asked."""
+
+    def __init__(self, names, tag_values: TagValues):
+        self.names, self.tag_values = tuple(dict.fromkeys(names)), tag_values
+
+    def __iter__(self):
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, tag: str) -> list[str]:
+        if tag not in self.names:
+            raise KeyError(tag)
+        return self.tag_values.every(tag)
+
+
+def context(ds, reference) -> DatasetContext:
+    """The import as query types see it: the view's tables, its time range widened to whole
+    seconds (time_range), its interval, every tag with its values (entity_tags: over all
+    measurements; tag_values: of one measurement)."""
+    values = TagValues(ds)
+    tags = EveryTag((k for t in ds.tables for k in t.tags), values)
+    start, end = time_range(ds)
+    return DatasetContext(ds.use_case, ds.tables, start, end, ds.interval_ns, entities(ds), tags,
+                          reference, tag_values=values.values)
+
+
+def time_range(ds) -> tuple[int, int]:
+    """[start, end) in whole seconds holding every row: a query's window bound is then the same
+    instant in every dialect (SQL literals carry microseconds, InfluxQL nanoseconds); the
+    import's own end (its newest time + 1 ns) would be cut to its newest time in SQL."""
+    return ds.start_ns // SECOND * SECOND, ((ds.end_ns - 1) // SECOND + 1) * SECOND
+
+
+def dataset_of(described: dict):
+    """The dataset a queries file's (or manifest's) description names: the import opened (its
+    import.json must be the one described), else the generated dataset resolved again."""
+    from tsbench.data.dataset import resolve, spec_of
+    from tsbench.data.stored import is_stored, open_stored
+
+    if is_stored(described):
+        return open_stored(described["folder"], described.get("import_sha256"))
+    return resolve(spec_of(described))
