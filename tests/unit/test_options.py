@@ -32,7 +32,7 @@ COMMANDS = {
     "stream": ([StreamCommand, (DatasetSettings, {"end"})],
                {"ports", "json_out", "seconds_out", "queries_file", "keep_server", "quiet"} | TARGET),
     "queries generate": ([QueriesSettings], {"datafile", "dataset", "types", "family", "allow_empty", "output"}),
-    "queries list": ([], {"markdown", "why"}),
+    "queries list": ([], {"markdown", "why", "datafile", "dataset"}),
     "execute": ([ExecuteCommand], EXEC_OWN),
     "validate": ([], EXEC_OWN),
     "run": ([RunCommand], {"experiment_file", "quiet"}),

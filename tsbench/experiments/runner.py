@@ -237,7 +237,7 @@ class Runner:
         from tsbench.data.stored import open_stored
         from tsbench.core.redact import Redaction, key as redact_key
         from tsbench.data.storedfile import write_datafile
-        from tsbench.data.storedtags import stored_tag_values
+        from tsbench.queries.storedview import every_tag_value
 
         src = pathlib.Path(c.dataset.file).resolve()
         st = src.stat()
@@ -252,7 +252,7 @@ class Runner:
                      f"{time.perf_counter() - t0:.1f} s")
         ds = open_stored(folder)
         if self.redact and c.dataset_name not in self.datasets:
-            self._redactions.enter_context(secrets.redacting(Redaction(stored_tag_values(ds), redact_key())))
+            self._redactions.enter_context(secrets.redacting(Redaction(every_tag_value(ds), redact_key())))
         path = self.data_dir / f"{c.dataset_name}-{key}.{fmt}"
         if not pathlib.Path(str(path) + ".manifest.json").exists():
             write_datafile(ds, fmt, str(path))
