@@ -117,11 +117,13 @@ def test_the_experiment_sections_are_the_phase_models():
     import json
 
     defs = json.loads(json_schema())["$defs"]
-    assert SECTIONS["dataset"] is DatasetSettings
-    for model in (LoadSettings, ExecuteSettings, StreamSettings, QueriesSettings, DatasetSettings):
+    assert SECTIONS["dataset"].__bases__ == (DatasetSettings, ImportSettings)     # and file: of its own
+    for model in (LoadSettings, ExecuteSettings, StreamSettings, QueriesSettings, SECTIONS["dataset"]):
         props = defs[model.__name__]["properties"]
         assert set(props) == set(model.model_fields)
         assert all(props[n]["description"] == f.description for n, f in model.model_fields.items())
+    assert set(defs["DatasetDecl"]["properties"]) == {*DatasetSettings.model_fields, *ImportSettings.model_fields,
+                                                      "file"}
 
 
 # ---- a default written once --------------------------------------------------------------------

@@ -97,8 +97,8 @@ class DatasetDecl(DatasetSettings, ImportSettings):
     def _one_kind(self):
         generated, read = _changed(self, DatasetSettings), _changed(self, ImportSettings)
         if self.file and generated:
-            raise ValueError(f"{generated[0]}: a dataset with file: holds the file's data; {', '.join(generated)} "
-                             f"apply to generated datasets")
+            raise ValueError(f"{generated[0]}: a dataset with file: holds the file's data; "
+                             f"{', '.join(generated)} appl{'ies' if len(generated) == 1 else 'y'} to generated datasets")
         if not self.file and read:
             raise ValueError(f"{read[0]}: applies to a dataset with file: (a file of your own data)")
         return self
@@ -524,11 +524,25 @@ def _dataset_problem(d: DatasetDecl) -> str | None:
     from tsbench.data.generate import check_nonempty
 
     if d.file:
-        import os
-        return None if os.path.isfile(d.file) else f"file: no such file {d.file!r} (a relative path is taken from " \
-                                                   f"the folder tsbench runs in)"
+        return _file_problem(d)
     try:
         check_nonempty(resolve(DatasetSpec(**d.generated_settings())))
+    except UserError as exc:
+        return str(exc)
+    return None
+
+
+def _file_problem(d: DatasetDecl) -> str | None:
+    """Why a file dataset cannot be imported as declared (no such file, a setting of the other format)."""
+    import os
+
+    from tsbench.data.importing import check_settings, file_format
+
+    if not os.path.isfile(d.file):
+        return (f"file: no such file {d.file!r} (a relative path is taken from the folder tsbench runs in; give "
+                f"yours with --set datasets.NAME.file=PATH)")
+    try:
+        check_settings(file_format(d.file, d.format), d.import_settings(), option=str)
     except UserError as exc:
         return str(exc)
     return None
