@@ -105,7 +105,7 @@ def test_shipped_experiments_are_valid(name, n):
     exp = load_experiment(path)
     assert exp.name == name and len(cells(exp)) == n
     for d in exp.datasets.values():
-        assert resolve(DatasetSpec(**d.model_dump())).epochs > 0
+        assert resolve(DatasetSpec(**d.generated_settings())).epochs > 0
     for t in exp.targets.values():
         target_class(t.target).parse_options(t.options)
     out = run_cli("run", str(path), "--dry-run")
@@ -301,3 +301,27 @@ def test_repetitions_is_refused_pointing_at_repeat(tmp_path):
     with pytest.raises(UserError, match=r"^\S*e\.yaml:4: repetitions: replaced by repeat: N \(N trials of each "
                                         r"phase within one cell"):
         load_experiment(_write(tmp_path, REPEAT + "repetitions: 2\n"))
+
+
+OWN = pathlib.Path(__file__).resolve().parents[2] / "experiments" / "own-data.yaml"
+SAMPLE = pathlib.Path(__file__).resolve().parents[1] / "data" / "own" / "tsbs-devops.lp"
+
+
+def test_own_data_runs_on_the_file_given_with_set_and_says_so_without_it():
+    out = run_cli("run", str(OWN), "--dry-run", "--set", f"datasets.mine.file={SAMPLE}")
+    assert len(out.stdout.decode().splitlines()) == 4
+    p = run_cli("run", str(OWN), "--dry-run", check=False)
+    err = p.stderr.decode().strip()
+    assert p.returncode == 2 and len(err.splitlines()) == 1, err
+    assert "datasets.mine: file: no such file 'YOUR-FILE.lp'" in err and "--set datasets.NAME.file=PATH" in err
+
+
+@pytest.mark.parametrize("extra,pattern", [
+    ("    file: {f}\n    scale: 3\n", r"datasets\.d: scale: a dataset with file: holds the file's data; scale applies"),
+    ("    use_case: iot\n    csv_tags: host\n", r"datasets\.d: csv_tags: applies to a dataset with file:"),
+    ("    file: {f}\n    csv_tags: host\n", r"datasets\.d: csv_tags applies to CSV files; this file is read as line protocol \(give format csv"),
+])
+def test_a_file_dataset_takes_the_imports_settings_only(tmp_path, extra, pattern):
+    f = _write(tmp_path, "name: e\ndatasets:\n  d:\n" + extra.format(f=SAMPLE) + "targets:\n  t: {target: 'null'}\n")
+    with pytest.raises(UserError, match=pattern):
+        cells(load_experiment(f))

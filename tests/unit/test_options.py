@@ -13,7 +13,7 @@ import pytest
 
 from tsbench.commands import cli
 from tsbench.core.options import UNSET, PhaseOptions, cli_of, default_of
-from tsbench.data.options import DatasetSettings, GenerateCommand
+from tsbench.data.options import DatasetSettings, GenerateCommand, ImportSettings
 from tsbench.execute.options import ExecuteCommand, ExecuteSettings
 from tsbench.experiments.options import RunCommand
 from tsbench.load.options import DataFileCheck, LoadCommand, LoadSettings
@@ -32,7 +32,7 @@ COMMANDS = {
     "stream": ([StreamCommand, (DatasetSettings, {"end"})],
                {"ports", "json_out", "seconds_out", "queries_file", "keep_server", "quiet"} | TARGET),
     "queries generate": ([QueriesSettings], {"datafile", "dataset", "types", "family", "allow_empty", "output"}),
-    "queries list": ([], {"markdown", "why"}),
+    "queries list": ([], {"markdown", "why", "datafile", "dataset"}),
     "execute": ([ExecuteCommand], EXEC_OWN),
     "validate": ([], EXEC_OWN),
     "run": ([RunCommand], {"experiment_file", "quiet"}),
@@ -45,7 +45,7 @@ COMMANDS = {
     "servers stop": ([], {"names", "all_"}),
     "servers list": ([], set()),
     "verify": ([DataFileCheck], {"datafile", "target_name", "server", "options", "json_out"}),
-    "import": ([], {"file", "output", "precision", "quiet"}),
+    "import": ([ImportSettings], {"file", "output", "quiet"}),
 }
 
 
@@ -117,11 +117,13 @@ def test_the_experiment_sections_are_the_phase_models():
     import json
 
     defs = json.loads(json_schema())["$defs"]
-    assert SECTIONS["dataset"] is DatasetSettings
-    for model in (LoadSettings, ExecuteSettings, StreamSettings, QueriesSettings, DatasetSettings):
+    assert SECTIONS["dataset"].__bases__ == (DatasetSettings, ImportSettings)     # and file: of its own
+    for model in (LoadSettings, ExecuteSettings, StreamSettings, QueriesSettings, SECTIONS["dataset"]):
         props = defs[model.__name__]["properties"]
         assert set(props) == set(model.model_fields)
         assert all(props[n]["description"] == f.description for n, f in model.model_fields.items())
+    assert set(defs["DatasetDecl"]["properties"]) == {*DatasetSettings.model_fields, *ImportSettings.model_fields,
+                                                      "file"}
 
 
 # ---- a default written once --------------------------------------------------------------------

@@ -14,7 +14,7 @@ from tsbench.experiments.options import RunCommand
 @click.argument("experiment_file")
 @options_of(RunCommand)
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
-def run(experiment_file, dry_run, results, quiet, no_report, overrides) -> None:
+def run(experiment_file, dry_run, results, quiet, no_report, overrides, redact) -> None:
     """Run every cell of an experiment file: generate, load, verify, queries,
     execute, validate; results as parquet tables (cells, load, queries,
     resources), a manifest and an HTML report in results/<experiment>/<run-id>/."""
@@ -31,7 +31,7 @@ def run(experiment_file, dry_run, results, quiet, no_report, overrides) -> None:
     from tsbench.experiments.report import text_summary, write_report
     from tsbench.experiments.runner import Runner
 
-    runner = Runner(exp, results, quiet)
+    runner = Runner(exp, results, quiet, redact)
     with signals.as_interrupt():         # SIGTERM after the cells as well: the same path as Ctrl-C
         out = runner.run()
         try:

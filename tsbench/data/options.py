@@ -6,7 +6,7 @@ line checks their bounds at once too (Cli bounds), to show them in --help."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -32,6 +32,25 @@ class DatasetSettings(PhaseOptions):
                         "fields=1 points=100 | shards=12 points_per_shard=250 (tags and fields: inch's -t and -f).")
     schema_file: Annotated[str | None, Cli(name="--schema")] = Field(
         None, description="YAML schema file of the custom use case.")
+
+
+class ImportSettings(PhaseOptions):
+    """How a file of your own data is read: `tsbench import`'s options, and an experiment
+    file's datasets: entry with file: (data/importing.py)."""
+
+    format: Literal["influx", "csv"] | None = Field(
+        None, description="The file's format: influx (line protocol) or csv. [default: from the extension: .csv is "
+                          "csv, anything else line protocol]")
+    precision: Literal["ns", "us", "ms", "s"] = Field("ns", description="Line protocol: the unit of the file's "
+                                                                        "timestamps.")
+    csv_time: str = Field("time", description="CSV: the time column.")
+    csv_time_unit: Literal["ns", "us", "ms", "s", "rfc3339"] = Field(
+        "ns", description="CSV: the time column's unit (integers), or rfc3339 (2016-01-01T00:00:00Z).")
+    csv_tags: str = Field("", description="CSV: the tag columns, comma-separated; every other column is a field.")
+    csv_measurement: str | None = Field(None, description="CSV: the measurement's name. [default: the file's name]")
+    csv_types: str | None = Field(None, description="CSV: field types, e.g. usage=float,count=integer (float, "
+                                                    "integer, unsigned, string, boolean); a field not named takes "
+                                                    "its type from the first rows.")
 
 
 class GenerateCommand(DatasetSettings):

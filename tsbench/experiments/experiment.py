@@ -39,13 +39,14 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from tsbench.core.clusteraddress import ClusterAddress
 from tsbench.core import bounds, secrets, yamlfile
 from tsbench.core.errors import UserError
 from tsbench.data.dataset import DatasetSpec
-from tsbench.data.options import DatasetSettings
+from tsbench.data.options import DatasetSettings, ImportSettings
 from tsbench.execute.options import ExecuteSettings
 from tsbench.load.options import LoadSettings
 from tsbench.queries.options import QueriesSettings
@@ -77,7 +78,37 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
-DatasetDecl = DatasetSettings    # the data of a dataset (data/options.py)
+def _changed(d: BaseModel, model: type[BaseModel]) -> list[str]:
+    """The fields of model whose value in d is not the default (a cell's declaration has every
+    field set, so what was set is what differs)."""
+    return [n for n, f in model.model_fields.items() if getattr(d, n) != f.get_default(call_default_factory=True)]
+
+
+class DatasetDecl(DatasetSettings, ImportSettings):
+    """A dataset: generated (DatasetSettings: use case, scale, time range, seed) or, with
+    file:, a file of your own read by the import's settings (ImportSettings), imported once."""
+
+    file: str | None = Field(None, description="A line-protocol or CSV file of your own data (a relative path from "
+                                               "the folder tsbench runs in), imported once into the results' data "
+                                               "folder; the import's settings (format, precision, csv_*) say how to "
+                                               "read it. Without it the dataset is generated.")
+
+    @model_validator(mode="after")
+    def _one_kind(self):
+        generated, read = _changed(self, DatasetSettings), _changed(self, ImportSettings)
+        if self.file and generated:
+            raise ValueError(f"{generated[0]}: a dataset with file: holds the file's data; "
+                             f"{', '.join(generated)} appl{'ies' if len(generated) == 1 else 'y'} to generated datasets")
+        if not self.file and read:
+            raise ValueError(f"{read[0]}: applies to a dataset with file: (a file of your own data)")
+        return self
+
+    def generated_settings(self) -> dict:
+        """The DatasetSettings of a generated dataset (DatasetSpec's fields)."""
+        return self.model_dump(include=set(DatasetSettings.model_fields))
+
+    def import_settings(self) -> ImportSettings:
+        return ImportSettings(**self.model_dump(include=set(ImportSettings.model_fields)))
 
 
 class TargetDecl(_Strict):
@@ -492,8 +523,26 @@ def _dataset_problem(d: DatasetDecl) -> str | None:
     from tsbench.data.dataset import resolve
     from tsbench.data.generate import check_nonempty
 
+    if d.file:
+        return _file_problem(d)
     try:
-        check_nonempty(resolve(DatasetSpec(**d.model_dump())))
+        check_nonempty(resolve(DatasetSpec(**d.generated_settings())))
+    except UserError as exc:
+        return str(exc)
+    return None
+
+
+def _file_problem(d: DatasetDecl) -> str | None:
+    """Why a file dataset cannot be imported as declared (no such file, a setting of the other format)."""
+    import os
+
+    from tsbench.data.importing import check_settings, file_format
+
+    if not os.path.isfile(d.file):
+        return (f"file: no such file {d.file!r} (a relative path is taken from the folder tsbench runs in; give "
+                f"yours with --set datasets.NAME.file=PATH)")
+    try:
+        check_settings(file_format(d.file, d.format), d.import_settings(), option=str)
     except UserError as exc:
         return str(exc)
     return None

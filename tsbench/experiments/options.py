@@ -16,6 +16,8 @@ class RunCommand(PhaseOptions):
     dry_run: bool = Field(False, description="Print the cells and stop.")
     results: str = Field("results", description="Where results/<experiment>/<run-id>/ goes.")
     no_report: bool = Field(False, description="Skip the HTML report (write it later with `tsbench report`).")
+    redact: bool = Field(False, description="Replace the tag values of imported datasets (your own data) by stable "
+                                            "hashes in the results, messages and report.")
     overrides: Annotated[list[str], Cli(name="--set", multiple=True, metavar="KEY.PATH=VALUE")] = Field(
         [], description="Change one setting of the file (VALUE in YAML; repeatable; kept in the manifest), e.g. "
                         "--set datasets.devops100.end=2016-01-01T03:00:00Z --set matrix.target=[influx,duckdb].")

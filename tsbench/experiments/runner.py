@@ -76,7 +76,10 @@ def stream_dataset(c: Cell):
     from tsbench.data.dataset import DatasetSpec, resolve
     from tsbench.stream.run import start_now
 
-    decl = c.dataset.model_dump()
+    if c.dataset.file:
+        raise UserError(f"dataset {c.dataset_name}: the stream phase generates its data as it writes; a file of "
+                        f"your own is loaded by the load phase")
+    decl = c.dataset.generated_settings()
     if c.stream.time is not None:
         decl.update(interval=c.stream.interval(), end=None)
     if c.stream.start == "now":
@@ -85,8 +88,9 @@ def stream_dataset(c: Cell):
 
 
 class Runner:
-    def __init__(self, exp: Experiment, results: str | pathlib.Path, quiet: bool = False):
-        self.exp, self.quiet = exp, quiet
+    def __init__(self, exp: Experiment, results: str | pathlib.Path, quiet: bool = False, redact: bool = False):
+        self.exp, self.quiet, self.redact = exp, quiet, redact
+        self._redactions = contextlib.ExitStack()     # one per imported dataset with --redact, until run() ends
         self.phases = set(exp.phases)
         self.run_id = time.strftime("%Y%m%dT%H%M%S")
         self.dir = pathlib.Path(results) / exp.name / self.run_id
@@ -121,7 +125,7 @@ class Runner:
             except OSError as exc:
                 raise UserError(f"--results: cannot make the folder {str(d)!r}: {exc.strerror or exc}") from None
         self._write()                           # a readable run folder from the start
-        with signals.as_interrupt() as caught:
+        with self._redactions, signals.as_interrupt() as caught:
             try:
                 for c in all_cells:
                     several = ", ".join(f"{n} {ph}" for ph, n in self._planned(c).items() if n > 1)
@@ -209,7 +213,9 @@ class Runner:
         from tsbench.data.dataset import DatasetSpec, resolve
         from tsbench.data.generate import generate
 
-        decl = c.dataset.model_dump()
+        if c.dataset.file:
+            return self._stored_datafile(c, fmt)
+        decl = c.dataset.generated_settings()
         path = self.data_dir / f"{c.dataset_name}-{_dataset_key(decl, fmt)}.{fmt}"
         if not pathlib.Path(str(path) + ".manifest.json").exists():
             self.say(f"generating {c.dataset_name} ({fmt})")
@@ -221,6 +227,39 @@ class Runner:
         df = open_datafile(path)
         self.datasets[c.dataset_name] = {"spec": df.dataset.describe(), "sha256": df.manifest.get("sha256"),
                                          "rows": df.rows, "values": df.values}
+        return df
+
+    def _stored_datafile(self, c: Cell, fmt: str):
+        """A dataset of the user's file: imported once into the data folder (keyed by the file's path,
+        size, time and the import's settings), then written in the target's format once."""
+        from tsbench.data.datafile import open_datafile
+        from tsbench.data.importing import import_data
+        from tsbench.data.stored import open_stored
+        from tsbench.core.redact import Redaction, key as redact_key
+        from tsbench.data.storedfile import write_datafile
+        from tsbench.queries.storedview import every_tag_value
+
+        src = pathlib.Path(c.dataset.file).resolve()
+        st = src.stat()
+        settings = c.dataset.import_settings()
+        key = _dataset_key([str(src), st.st_size, st.st_mtime_ns, settings.model_dump()], "import")
+        folder = self.data_dir / f"{c.dataset_name}-import-{key}"
+        if not (folder / "import.json").exists():
+            self.say(f"importing {src.name} for {c.dataset_name}")
+            t0 = time.perf_counter()
+            m = import_data(str(src), str(folder), settings)
+            self.say(f"imported {sum(m['rows'].values()):,} rows in {len(m['rows'])} measurements in "
+                     f"{time.perf_counter() - t0:.1f} s")
+        ds = open_stored(folder)
+        if self.redact and c.dataset_name not in self.datasets:
+            self._redactions.enter_context(secrets.redacting(Redaction(every_tag_value(ds), redact_key())))
+        path = self.data_dir / f"{c.dataset_name}-{key}.{fmt}"
+        if not pathlib.Path(str(path) + ".manifest.json").exists():
+            write_datafile(ds, fmt, str(path))
+        df = open_datafile(path)
+        self.datasets[c.dataset_name] = {"spec": ds.describe(), "source": {"file": src.name,
+                                                                            "sha256": ds.meta["source"].get("sha256")},
+                                         "sha256": df.manifest.get("sha256"), "rows": df.rows, "values": df.values}
         return df
 
     async def _cell(self, c: Cell, row: dict, df) -> None:

@@ -84,6 +84,12 @@ class TagValues:
         return self.memo[("*", tag)]
 
 
+def every_tag_value(ds) -> set[str]:
+    """Every tag value of the view (what --redact replaces)."""
+    values = TagValues(ds)
+    return {v for t in ds.tables for k in t.tags for v in values.values(t.name, k)}
+
+
 class EveryTag(Mapping):
     """DatasetContext.entity_tags of imported data: every tag of the view, its values
     (TagValues.every) looked up when first asked."""
