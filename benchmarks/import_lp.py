@@ -33,7 +33,7 @@ def c_scan_only(path: str, chunk_bytes: int) -> tuple[int, float]:
         for buf, length in lpscan.chunks(f, chunk_bytes):
             start = 0
             while start < length:
-                b = scanner.scan(buf, start, length, lines + 1)
+                b = scanner.scan(buf, start, length, lines + 1, "ns")
                 start += b.used
                 lines += b.lines
     return lines, time.process_time() - t0
@@ -57,7 +57,7 @@ def read_and_hash(path: str, chunk_bytes: int) -> tuple[int, float]:
 def whole_scan(path: str, chunk_bytes: int) -> tuple[int, float]:
     from tsbench.data import lpscan
     t0 = time.process_time()
-    schema = lpscan.scan_file(path, chunk_bytes=chunk_bytes)
+    schema = lpscan.scan_file(path, "ns", chunk_bytes=chunk_bytes)
     return schema["counts"]["lines"], time.process_time() - t0
 
 
@@ -69,7 +69,7 @@ def whole_import(path: str, chunk_bytes: int) -> tuple[int, float]:
     out = tempfile.mkdtemp(prefix="tsbench-import-out-")
     try:
         t0 = time.process_time()
-        manifest = lpimport.import_file(path, os.path.join(out, "d"), chunk_bytes=chunk_bytes)
+        manifest = lpimport.import_file(path, os.path.join(out, "d"), "ns", chunk_bytes=chunk_bytes)
         return manifest["source"]["lines"], time.process_time() - t0
     finally:
         shutil.rmtree(out)
@@ -101,7 +101,7 @@ def _peak_kib() -> int:
 
 def _child_peak(path: str, times: int, chunk_bytes: int) -> None:
     from tsbench.data import lpscan
-    schema = lpscan.scan_stream(Repeated(path, times), chunk_bytes=chunk_bytes)
+    schema = lpscan.scan_stream(Repeated(path, times), "ns", chunk_bytes=chunk_bytes)
     print(schema["counts"]["lines"], _peak_kib())
 
 

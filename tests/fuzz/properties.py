@@ -287,12 +287,12 @@ def lp_schema_scan(data, chunk, points):
 
     from tsbench.data import lpscan
     raw = data.draw(data_bytes("influx"))
-    whole = lpscan.scan_stream(io.BytesIO(raw))
+    whole = lpscan.scan_stream(io.BytesIO(raw), "ns")
     c = whole["counts"]
     assert c["lines"] == c["file_lines"] == raw.count(b"\n") + (not raw.endswith(b"\n") and len(raw) > 0)
     assert all(1 <= e["line"] <= c["lines"] for e in whole["errors"])
     small = native.LpScanner(points, 16 * points, 16 * points)
-    assert lpscan.scan_stream(io.BytesIO(raw), chunk_bytes=chunk, scanner=small) == whole
+    assert lpscan.scan_stream(io.BytesIO(raw), "ns", chunk_bytes=chunk, scanner=small) == whole
 
 
 @strategies(data=st.data(), chunk=st.integers(1, 200))
@@ -307,7 +307,7 @@ def lp_import(data, chunk):
         src, out = pathlib.Path(tmp) / "in.lp", pathlib.Path(tmp) / "out"
         src.write_bytes(raw)
         try:
-            manifest = lpimport.import_file(str(src), str(out), chunk_bytes=chunk)
+            manifest = lpimport.import_file(str(src), str(out), "ns", chunk_bytes=chunk)
         except UserError:
             assert sorted(p.name for p in pathlib.Path(tmp).iterdir()) == ["in.lp"]
             return

@@ -50,7 +50,7 @@ def imported(tmp_path, data: bytes, name: str = "in.lp", **kw):
     src = tmp_path / name
     src.write_bytes(data)
     out = tmp_path / (name + ".d")
-    return lpimport.import_file(str(src), str(out), **kw), out
+    return lpimport.import_file(str(src), str(out), kw.pop("precision", "ns"), **kw), out
 
 
 def test_golden_imports_exactly(tmp_path):

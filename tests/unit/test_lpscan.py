@@ -114,7 +114,7 @@ def test_errors_past_the_bound_are_counted():
 def test_full_arrays_stop_at_a_line_and_resume():
     b = scan(GOLDEN, caps=(3, 100, 100))
     assert not b.done and b.points == 3 and GOLDEN[:b.used].count(b"\n") == b.lines == 6
-    rest = native.LpScanner(64, 256, 256).scan(GOLDEN, b.used, len(GOLDEN), b.lines + 1)
+    rest = native.LpScanner(64, 256, 256).scan(GOLDEN, b.used, len(GOLDEN), b.lines + 1, "ns")
     assert rest.arrays["line"].tolist() == [7, 8, 9, 10, 11]
 
 
@@ -155,18 +155,18 @@ def test_type_change_names_the_line_and_both_types(tmp_path):
     path = tmp_path / "types.lp"
     path.write_bytes(b"m,h=a x=1 1\nm,h=b x=2 1\n\nm,h=a x=3i 2\nm,h=a x=4i 3\nm,h=a x=\"s\" 4\nm x=1 @\n")
     with pytest.raises(lpscan.LpScanError) as exc:
-        lpscan.scan_file(str(path))
+        lpscan.scan_file(str(path), "ns")
     assert str(exc.value).splitlines() == [
         f"{path}:4: field 'x' of measurement 'm' is integer here, float at line 1",
         f"{path}:6: field 'x' of measurement 'm' is string here, float at line 1",
         f"{path}:7: {native.LP_ERRORS[11]}"]
-    assert lpscan.scan_file(str(path), strict=False)["counts"]["errors"] == 1      # type changes are the schema's
+    assert lpscan.scan_file(str(path), "ns", strict=False)["counts"]["errors"] == 1      # type changes are the schema's
 
 
 def test_tag_values_estimated_past_the_bound(monkeypatch):
     monkeypatch.setattr(lpscan, "TAG_VALUES_EXACT", 256)
     data = b"".join(b"m,h=%d,k=1 f=1 1\n" % i for i in range(4000))
-    tags = lpscan.scan_stream(io.BytesIO(data))["measurements"]["m"]["tags"]
+    tags = lpscan.scan_stream(io.BytesIO(data), "ns")["measurements"]["m"]["tags"]
     assert tags["k"] == {"cardinality": 1, "exact": True}
     assert not tags["h"]["exact"] and abs(tags["h"]["cardinality"] - 4000) < 4000 * 0.25
 
@@ -188,7 +188,7 @@ def test_chunks_are_whole_lines():
 
 def test_steps_regularity():
     data = b"".join(b"m,h=%d f=1 %d\n" % (h, t * 10_000_000_000) for t in range(50) for h in range(3))
-    m = lpscan.scan_stream(io.BytesIO(data))["measurements"]["m"]
+    m = lpscan.scan_stream(io.BytesIO(data), "ns")["measurements"]["m"]
     assert m["interval"] == {"steps": 147, "min_ns": 10 ** 10, "p10_ns": 10 ** 10, "median_ns": 10 ** 10,
                              "p90_ns": 10 ** 10, "max_ns": 10 ** 10, "regular_share": 1.0}
     assert np.isclose(m["time"]["max_ns"], 49 * 10 ** 10)
@@ -217,7 +217,7 @@ def _hard_floats(n: int) -> list[str]:
 def test_floats_round_as_python_does():
     texts = _hard_floats(300)
     buf = "".join(f"m f={t}\n" for t in texts).encode()
-    b = native.LpScanner(len(texts), 1, len(texts), 10).scan(buf, 0, len(buf), 1)
+    b = native.LpScanner(len(texts), 1, len(texts), 10).scan(buf, 0, len(buf), 1, "ns")
     assert b.points == len(texts)
     got = b.arrays["field_value"].view(np.float64)
     bad = [t for t, g in zip(texts, got.tolist()) if g != float(t)]
@@ -226,7 +226,7 @@ def test_floats_round_as_python_does():
 
 def test_a_line_larger_than_the_arrays_grows_them():
     wide = b"m,a=1,b=2,c=3 " + b",".join(b"f%d=%di" % (i, i) for i in range(40)) + b" 1\nm,a=1,b=2,c=3 f0=1i 2\n"
-    schema = lpscan.scan_stream(io.BytesIO(wide), scanner=native.LpScanner(1, 2, 16))
+    schema = lpscan.scan_stream(io.BytesIO(wide), "ns", scanner=native.LpScanner(1, 2, 16))
     m = schema["measurements"]["m"]
     assert (m["points"], len(m["fields"]), m["fields"]["f39"]["nulls"], len(m["tags"])) == (2, 40, 1, 3)
 

@@ -24,7 +24,7 @@ DEVOPS = ["cpu", "disk", "diskio", "kernel", "mem", "net", "nginx", "postgresl",
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory) -> dict:
-    return lpimport.import_file(str(SAMPLE), str(tmp_path_factory.mktemp("tsbs") / "d"))
+    return lpimport.import_file(str(SAMPLE), str(tmp_path_factory.mktemp("tsbs") / "d"), "ns")
 
 
 def test_the_sample_is_the_one_its_provenance_names():
@@ -52,7 +52,7 @@ def test_tsbench_devops_data_is_devops(tmp_path):
     lp = tmp_path / "d.lp"
     subprocess.run([sys.executable, "-m", "tsbench", "generate", "--end", "2016-01-01T00:00:30Z", "-o", str(lp)],
                    env=env, check=True, capture_output=True, timeout=120)
-    m = lpimport.import_file(str(lp), str(tmp_path / "d"))
+    m = lpimport.import_file(str(lp), str(tmp_path / "d"), "ns")
     assert detect_use_case(m["schema"]["measurements"]) == \
         ("devops", "devops: its nine measurements, tag keys and fields; cpu fields float (as tsbench writes them)")
 
@@ -78,6 +78,6 @@ def test_what_is_not_devops(sample, change, why):
 def test_another_import_is_not_devops(tmp_path):
     src = tmp_path / "m.lp"
     src.write_text("weather,city=x temp=1.5 1000\n")
-    m = lpimport.import_file(str(src), str(tmp_path / "d"))
+    m = lpimport.import_file(str(src), str(tmp_path / "d"), "ns")
     assert detect_use_case(m["schema"]["measurements"]) == \
         (None, "not devops: measurements cpu, disk, diskio, kernel, mem, net, nginx, postgresl, redis missing")

@@ -461,7 +461,7 @@ def _scan_into(path: str, tmp: Path, precision: str, progress, chunk_bytes: int)
     return schema, rows, {"size": source.size, "sha256": source.sha.hexdigest(), "lines": schema["counts"]["lines"]}
 
 
-def import_file(path: str, output: str, precision: str = "ns", progress=lambda done: None,
+def import_file(path: str, output: str, precision: str, progress=lambda done: None,
                 chunk_bytes: int = lpscan.CHUNK_BYTES) -> dict:
     """Import a line-protocol file into the folder output (which must not exist), reading it
     once; returns the import.json written. LpScanError (FILE:LINE: reason) when a line does

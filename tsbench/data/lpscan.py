@@ -87,7 +87,7 @@ class _Measurement:
 class SchemaScan:
     """The schema of a line-protocol stream, batch by batch (feed, then result)."""
 
-    def __init__(self, precision: str = "ns", max_errors: int = MAX_ERRORS):
+    def __init__(self, precision: str, max_errors: int = MAX_ERRORS):
         self.precision = precision
         self.max_errors = max_errors
         self.meas: dict[int, _Measurement] = {}
@@ -299,7 +299,7 @@ class LineCountError(RuntimeError):
     """The scan's lines differ from the file's: a bug, never the data's fault."""
 
 
-def scan_stream(f, precision: str = "ns", chunk_bytes: int = CHUNK_BYTES, max_errors: int = MAX_ERRORS,
+def scan_stream(f, precision: str, chunk_bytes: int = CHUNK_BYTES, max_errors: int = MAX_ERRORS,
                 scanner: native.LpScanner | None = None, sink=None) -> dict:
     """The schema of the line protocol read from binary file f (see SchemaScan.result), its
     counts checked against the newlines read. sink(schema scan, buf, batch), when given, is
@@ -330,7 +330,7 @@ def scan_stream(f, precision: str = "ns", chunk_bytes: int = CHUNK_BYTES, max_er
     return out
 
 
-def scan_file(path: str, precision: str = "ns", chunk_bytes: int = CHUNK_BYTES, max_errors: int = MAX_ERRORS,
+def scan_file(path: str, precision: str, chunk_bytes: int = CHUNK_BYTES, max_errors: int = MAX_ERRORS,
               strict: bool = True) -> dict:
     """The schema of a line-protocol file; strict: LpScanError (FILE:LINE: reason) when a line
     does not parse or a field's type changes."""

@@ -610,7 +610,7 @@ class LpScanner:
         c = self.caps
         return LpScanner(2 * c["p"], 2 * c["t"], 2 * c["f"], c["e"])
 
-    def scan(self, buf, start: int, end: int, first_line: int, precision: str = "ns") -> LpBatch:
+    def scan(self, buf, start: int, end: int, first_line: int, precision: str) -> LpBatch:
         """Scan the whole lines of buf[start:end] (first_line: the file line number of the first)."""
         s = self.c
         s.precision, s.first_line = PRECISIONS[precision], first_line
