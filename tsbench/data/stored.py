@@ -8,6 +8,8 @@ named with the reason in `excluded`, never dropped silently.
 The view's rows are the rows every target holds, the same for all of them:
 - a row with no timestamp (its line had none: the server would stamp it with its clock) and
   a row with no numeric value (nothing a table could hold) are left out, and counted;
+- times are kept to the microsecond, the finest PostgreSQL and DuckDB store (a finer part
+  is cut, floor, and counted);
 - duplicates (points of one measurement with the same tag set and time) become one row, as
   InfluxDB and VictoriaMetrics store them: field by field, the last value written wins.
   Generated data never repeats a series' time (a late record keeps its own), so a target
@@ -40,6 +42,7 @@ INT64_MAX = (1 << 63) - 1
 VIEW_FILE = "view.json"
 VIEW_VERSION = 1
 ROW = "__tsbench_row"       # the file's row number in the view's queries
+TIME = "__tsbench_ns"       # a row's time in the view: ns, cut to the microsecond
 
 
 @dataclass
@@ -190,9 +193,12 @@ def _left_out(f: dict, total: int) -> str:
     if f["no_value"]:
         parts.append(f"{f['no_value']:,} without a numeric value")
     if f["duplicates"]:
-        parts.append(f"{f['duplicates']:,} duplicates (same tags and time) merged into the row before them, "
-                     "field by field, the last value winning")
-    return f"{total - f['rows']:,} of {total:,} rows not loaded as rows: " + "; ".join(parts) if parts else ""
+        parts.append(f"{f['duplicates']:,} duplicates (same tags and time to the microsecond) merged into the "
+                     "row before them, field by field, the last value winning")
+    note = f"{total - f['rows']:,} of {total:,} rows not loaded as rows: " + "; ".join(parts) if parts else ""
+    if f["finer_than_us"]:
+        note += ("; " if note else "") + f"{f['finer_than_us']:,} times cut to the microsecond"
+    return note
 
 
 def _interval(measurements: dict) -> int:
@@ -211,29 +217,38 @@ def literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def view_sql(path: Path, tb: Table, types: dict, ordered: bool = True) -> str:
-    """The rows of the view of one Parquet file (see the module's docstring)."""
+def _merged_sql(path: Path, tb: Table) -> str:
+    """The timed rows of one Parquet file to the microsecond, one per (tags, time): each
+    field the last non-null value written, ROW the first line's row number."""
     tags = [ident(t) for t in tb.tags]
     fields = [ident(c.name) for c in tb.fields]
+    ns = "epoch_ns(time)"
+    src = (f"SELECT *, {ns} - ((({ns} % 1000) + 1000) % 1000) AS {TIME} "
+           f"FROM read_parquet({literal(str(path))}, file_row_number=true) WHERE time IS NOT NULL")
+    picks = "".join(f", arg_max({f}, file_row_number) FILTER (WHERE {f} IS NOT NULL) AS {f}" for f in fields)
+    key = ", ".join([*tags, TIME])
+    return f"SELECT {key}, min(file_row_number) AS {ROW}{picks} FROM ({src}) GROUP BY {key}"
+
+
+def view_sql(path: Path, tb: Table, types: dict, ordered: bool = True) -> str:
+    """The rows of the view of one Parquet file (see the module's docstring): time (int64
+    ns, whole microseconds), the tags, the fields (unsigned as BIGINT)."""
     cast = {"float": "DOUBLE"}
-    src = f"SELECT * FROM read_parquet({literal(str(path))}, file_row_number=true) WHERE time IS NOT NULL"
-    picks = ", ".join(f"arg_max({f}, file_row_number) FILTER (WHERE {f} IS NOT NULL) AS {f}" for f in fields)
-    merged = (f"SELECT {', '.join([*tags, 'time'])}, min(file_row_number) AS {ROW}, {picks} FROM ({src}) "
-              f"GROUP BY {', '.join([*tags, 'time'])}")
     cols = [f"CAST({ident(c.name)} AS {cast.get(types[c.name]['type'], 'BIGINT')}) AS {ident(c.name)}"
             for c in tb.fields]
-    some = " OR ".join(f"{f} IS NOT NULL" for f in fields)
+    some = " OR ".join(f"{ident(c.name)} IS NOT NULL" for c in tb.fields)
     order = f" ORDER BY {ROW}" if ordered else ""
-    return (f"SELECT epoch_ns(time) AS time, {', '.join([*tags, *cols])} FROM ({merged}) "
+    return (f"SELECT {TIME} AS time, {', '.join([*map(ident, tb.tags), *cols])} FROM ({_merged_sql(path, tb)}) "
             f"WHERE {some}{order}")
 
 
 def _stats_sql(path: Path, tb: Table, types: dict) -> str:
     """One row of a table's figures over its view (the kinds of valuestats.to_manifest)."""
+    src = f"read_parquet({literal(str(path))})"
     items = ["count(*)", "min(time)", "max(time)",
-             f"(SELECT count(*) FROM read_parquet({literal(str(path))}) WHERE time IS NULL)",
-             f"(SELECT count(*) FROM (SELECT DISTINCT {', '.join(['time', *map(ident, tb.tags)])} "
-             f"FROM read_parquet({literal(str(path))}) WHERE time IS NOT NULL))",
+             f"(SELECT count(*) FROM {src} WHERE time IS NULL)",
+             f"(SELECT count(*) FROM ({_merged_sql(path, tb)}))",
+             f"(SELECT count(*) FROM {src} WHERE epoch_ns(time) % 1000 <> 0)",
              f"count(DISTINCT row({', '.join(map(ident, tb.tags))}))" if tb.tags else "least(count(*), 1)",
              " OR ".join(f"bool_or({ident(t)} IS NULL)" for t in tb.tags) if tb.tags else "false"]
     for c in tb.fields:
@@ -265,16 +280,17 @@ def view_stats(folder: Path, meta: dict, tables: list[Table]) -> dict:
 
 
 def _figures(tb: Table, r: tuple) -> dict:
-    rows, tmin, tmax, no_time, groups, series, null_tags = r[:7]
+    rows, tmin, tmax, no_time, groups, finer, series, null_tags = r[:8]
     fields, values = {}, 0
     for k, c in enumerate(tb.fields):
-        count, total, sabs, lo, hi = r[7 + 5 * k: 12 + 5 * k]
+        count, total, sabs, lo, hi = r[8 + 5 * k: 13 + 5 * k]
         as_int = c.type == "int"
         fields[c.name] = {"count": count, "sum": int(total or 0) if as_int else float(total or 0.0),
                           "sum_abs": float(sabs or 0.0), "min": lo, "max": hi}
         values += count
     return {"rows": rows, "values": values, "series": series, "null_tags": bool(null_tags),
-            "min_ns": tmin, "max_ns": tmax, "no_time": no_time, "groups": groups, "fields": fields}
+            "min_ns": tmin, "max_ns": tmax, "no_time": no_time, "groups": groups, "finer_than_us": finer,
+            "fields": fields}
 
 
 def _view_figures(folder: Path, meta: dict, sha: str, tables: list[Table]) -> dict:
