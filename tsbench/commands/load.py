@@ -78,20 +78,11 @@ def load(datafile, target_name, server, options, server_options, ports, gen, jso
         return
     if gen is None and datafile is None:
         raise UserError("load: give a DATAFILE or --generate KEY=VALUE,...")
-    imported = datafile is not None and pathlib.Path(datafile).is_dir()
-    if imported and (gen is not None or opts.cluster):
-        raise UserError(f"load: {datafile} is an import folder; it takes neither --generate nor --cluster")
     try:
-        if imported:                    # the import in the target's format, in a temporary dir
-            import tempfile
-
-            from tsbench.data.stored import open_stored
-            from tsbench.data.storedfile import write_datafile
-
-            ds = open_stored(datafile)
-            scratch = tempfile.mkdtemp(prefix="tsbench-")
-            datafile = str(pathlib.Path(scratch) / f"data.{cls.format}")
-            write_datafile(ds, cls.format, datafile)
+        if datafile is not None and pathlib.Path(datafile).is_dir():
+            if gen is not None or opts.cluster:
+                raise UserError(f"load: {datafile} is an import folder; it takes neither --generate nor --cluster")
+            scratch, datafile = _from_import(datafile, cls.format)
         elif gen is not None:
             if datafile is None:         # generated into a temporary dir, removed after the load or a failure
                 import tempfile
@@ -106,6 +97,26 @@ def load(datafile, target_name, server, options, server_options, ports, gen, jso
             import shutil
 
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _from_import(folder: str, fmt: str) -> tuple[str, str]:
+    """An import folder's data in format fmt, in a temporary dir: (the dir, the data file)."""
+    import tempfile
+
+    from tsbench.data.stored import open_stored
+    from tsbench.data.storedfile import write_datafile
+
+    ds = open_stored(folder)
+    scratch = tempfile.mkdtemp(prefix="tsbench-")
+    datafile = str(pathlib.Path(scratch) / f"data.{fmt}")
+    try:
+        write_datafile(ds, fmt, datafile)
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return scratch, datafile
 
 
 def _load_file(datafile, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet,
