@@ -132,3 +132,28 @@ def test_generate_from_import(capsys, folder, tmp_path):
     assert out.read_bytes() == (OWN / "every_type.csv.golden").read_bytes()
     code, err = call(capsys, "generate", "--from-import", str(folder), "--format", "csv")
     assert_one_line(code, err, "give the data file with -o FILE")
+
+
+def test_an_imported_generated_file_has_the_generators_figures(tmp_path):
+    """devops written by generate, imported: the view's counts and values are the ones
+    generate's C core added up (the manifest's stats), and writing it again makes lines
+    of the same length."""
+    from tsbench.data.dataset import DatasetSpec, resolve
+    from tsbench.data.generate import generate
+
+    src = tmp_path / "g.lp"
+    generate(resolve(DatasetSpec(use_case="devops", scale=2, end="2016-01-01T00:10:00Z", seed=7)), "influx",
+             str(src), show_progress=False)
+    made = json.loads((tmp_path / "g.lp.manifest.json").read_text())
+    lpimport.import_file(str(src), str(tmp_path / "d"))
+    ds = open_stored(tmp_path / "d")
+    assert (ds.tables.rows, ds.tables.values) == (made["rows"], made["values"])
+    for name, want in made["stats"].items():
+        got = ds.figures[name]
+        assert got["series"] == want["series"]
+        for field, w in want["fields"].items():
+            g = got["fields"][field]
+            assert (g["count"], g["min"], g["max"]) == (w["count"], w["min"], w["max"]), (name, field)
+            assert g["sum"] == pytest.approx(w["sum"], rel=1e-15, abs=0), (name, field)
+    m = write_datafile(ds, "influx", str(tmp_path / "again.lp"))
+    assert m["bytes"] == made["bytes"] and m["rows"] == made["rows"]
