@@ -34,6 +34,7 @@ def folder(tmp_path_factory):
 
 
 def small(tmp_path, text: str):
+    tmp_path.mkdir(exist_ok=True)
     src = tmp_path / "in.lp"
     src.write_text(text)
     lpimport.import_file(str(src), str(tmp_path / "d"))
@@ -90,11 +91,15 @@ def test_data_file_bytes_golden(folder, tmp_path, fmt):
 
 
 def test_escaped_measurement_and_tags(tmp_path):
-    ds = small(tmp_path, 'my\\ meas\\,x,k=v\\=1\\ 2,q=a"b f=1.5,s="t" 1500\n')
+    ds = small(tmp_path, 'my\\ meas\\,x,k=v\\=1\\ 2,q=a"b f=1.5,s="t" 1500\nm\\ 2,k=a\\,b f=2 1000\n')
     write_datafile(ds, "influx", str(tmp_path / "a.lp"))
-    write_datafile(ds, "csv", str(tmp_path / "a.csv"))
-    assert (tmp_path / "a.lp").read_text() == 'my\\ meas\\,x,k=v\\=1\\ 2,q=a"b f=1.5 1000\n'
-    assert (tmp_path / "a.csv").read_text() == '"my meas,x",1970-01-01T00:00:00.000001Z,v=1 2,"a""b",1.5\n'
+    assert (tmp_path / "a.lp").read_text() == ('m\\ 2,k=a\\,b f=2 1000\n'
+                                               'my\\ meas\\,x,k=v\\=1\\ 2,q=a"b f=1.5 1000\n')
+    with pytest.raises(UserError, match="measurement 'my meas,x': a name with a comma"):
+        write_datafile(ds, "csv", str(tmp_path / "a.csv"))
+    csv = small(tmp_path / "c", 'm\\ 2,k=v\\=1\\ 2,q=a"b f=1.5 1500\n')
+    write_datafile(csv, "csv", str(tmp_path / "a.csv"))
+    assert (tmp_path / "a.csv").read_text() == 'm 2,1970-01-01T00:00:00.000001Z,v=1 2,"a""b",1.5\n'
 
 
 def test_an_edited_line_is_named(folder, tmp_path):

@@ -135,6 +135,10 @@ def chunks(ds: StoredDataset, fmt: str) -> Iterator[tuple[bytes, int, int]]:
     if fmt not in FORMATS:
         raise UserError(f"an import is written as {' or '.join(FORMATS)}, not {fmt!r}")
     make = _influx_lines if fmt == "influx" else _csv_lines
+    quoted = [t.name for t in ds.tables if fmt == "csv" and _csv_quote_name(t.name) != t.name]
+    if quoted:
+        raise UserError(f"measurement {quoted[0]!r}: a name with a comma, quote or line break cannot be a "
+                        "table loaded from CSV (the CSV loaders read the name unquoted); rename it in the file")
     con = duckdb.connect()
     try:
         con.execute("SET threads TO 1")        # beside the load's own work on a small machine
