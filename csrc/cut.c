@@ -117,11 +117,28 @@ static int32_t csv_table(const ts_csv_layout *L, const char *s, const char *e, i
     return -1;
 }
 
-/* non-empty columns of a csv line [s, e) after the first `skip` columns */
+/* the end of a quoted csv column starting at p ('"'), past its closing quote ("" is a quote) */
+static const char *csv_quoted_end(const char *p, const char *e)
+{
+    for (p++; p < e; p++) {
+        if (*p != '"')
+            continue;
+        if (p + 1 < e && p[1] == '"')
+            p++;
+        else
+            return p + 1;
+    }
+    return e;
+}
+
+/* non-empty columns of a csv line [s, e) after the first `skip` columns (a skipped column
+ * may be quoted: a tag value of an imported file holding a comma) */
 static uint64_t csv_values(const char *s, const char *e, uint32_t skip)
 {
     const char *p = s;
     for (uint32_t k = 0; k < skip; k++) {
+        if (p < e && *p == '"')
+            p = csv_quoted_end(p, e);
         const char *c = memchr(p, ',', (size_t)(e - p));
         if (!c)
             return 0;

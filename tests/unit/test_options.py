@@ -27,7 +27,7 @@ EXEC_OWN = {"queries_file", "load_file", "json_out", "quiet"} | TARGET
 # every command: the models its options are made of (a model, or the model and the fields it
 # leaves out) and the command's own parameters (click names)
 COMMANDS = {
-    "generate": ([GenerateCommand], {"quiet"}),
+    "generate": ([GenerateCommand], {"quiet", "from_import"}),
     "load": ([LoadCommand, DataFileCheck], {"datafile", "ports", "gen", "json_out", "keep_server", "quiet"} | TARGET),
     "stream": ([StreamCommand, (DatasetSettings, {"end"})],
                {"ports", "json_out", "seconds_out", "queries_file", "keep_server", "quiet"} | TARGET),

@@ -40,12 +40,15 @@ from tsbench.load.options import DataFileCheck, LoadCommand
 def load(datafile, target_name, server, options, server_options, ports, gen, json_out, keep_server, quiet,
          check_data, **settings) -> None:
     """Phase 2: load a generated data file into a database, verify the count,
-    compact and measure disk bytes.
+    compact and measure disk bytes. DATAFILE may be an import folder (made by
+    `python -m tsbench import FILE -o DIR`): its data is written in the target's
+    format into a temporary file, loaded, verified and the file removed.
 
     \b
     Examples:
       python -m tsbench generate --scale 10 --end 2016-01-01T02:00:00Z -o devops.lp
       python -m tsbench load devops.lp --target influx --server local
+      python -m tsbench import mine.lp -o mine && python -m tsbench load mine --target postgres
       python -m tsbench load --target postgres -O index=brin \\
         --generate use_case=devops,scale=10,end=2016-01-01T02:00:00Z
       python -m tsbench load devops.lp --target influx --cluster local:2
@@ -76,7 +79,11 @@ def load(datafile, target_name, server, options, server_options, ports, gen, jso
     if gen is None and datafile is None:
         raise UserError("load: give a DATAFILE or --generate KEY=VALUE,...")
     try:
-        if gen is not None:
+        if datafile is not None and pathlib.Path(datafile).is_dir():
+            if gen is not None or opts.cluster:
+                raise UserError(f"load: {datafile} is an import folder; it takes neither --generate nor --cluster")
+            scratch, datafile = _from_import(datafile, cls.format)
+        elif gen is not None:
             if datafile is None:         # generated into a temporary dir, removed after the load or a failure
                 import tempfile
 
@@ -90,6 +97,26 @@ def load(datafile, target_name, server, options, server_options, ports, gen, jso
             import shutil
 
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _from_import(folder: str, fmt: str) -> tuple[str, str]:
+    """An import folder's data in format fmt, in a temporary dir: (the dir, the data file)."""
+    import tempfile
+
+    from tsbench.data.stored import open_stored
+    from tsbench.data.storedfile import write_datafile
+
+    ds = open_stored(folder)
+    scratch = tempfile.mkdtemp(prefix="tsbench-")
+    datafile = str(pathlib.Path(scratch) / f"data.{fmt}")
+    try:
+        write_datafile(ds, fmt, datafile)
+    except BaseException:
+        import shutil
+
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return scratch, datafile
 
 
 def _load_file(datafile, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet,

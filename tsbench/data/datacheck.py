@@ -1,9 +1,10 @@
 """Phase 2, when a check fails: name the line of a data file that is not what its
 dataset generates. The C simulator makes the file's bytes again (one process, the
-file's format and entity range) and they are compared with the file's, a buffer at
-a time; the first differing byte's line is the one named, FILE:LINE. Generation
-runs at hundreds of MB/s, so this costs about a read of the file; it runs only
-when stored values differ from the file's figures (verify.py) or its hash does."""
+file's format and entity range; for a file made from an import, storedfile writes its
+view's text again) and they are compared with the file's, a buffer at a time; the
+first differing byte's line is the one named, FILE:LINE. Generation runs at hundreds
+of MB/s, so this costs about a read of the file; it runs only when stored values
+differ from the file's figures (verify.py) or its hash does."""
 
 from __future__ import annotations
 
@@ -20,24 +21,37 @@ EXCERPT = 120          # characters of the changed line shown
 def first_changed_line(df: DataFile) -> str | None:
     """"FILE:LINE:COLUMN: ..." naming the first line that differs from what the dataset
     generates (or where the file ends early or runs on), or None when it is the same."""
-    ds = df.dataset
-    lo, hi = df.manifest.get("entities") or (0, ds.entities)
-    sim = Simulator(ds.compiled, ds.spec.seed, lo, hi, ds.start_ns, ds.interval_ns, ds.epochs, cache=df.format)
-    buf = bytearray(max(BUF_BYTES, 2 * sim.record_bound(df.format)))
     lines, tail = 0, b""        # lines before this buffer, its last partial line
     with _open_stream(pathlib.Path(df.path), df.compression) as f:
-        while True:
-            r = sim.fill(df.format, buf)
-            made = bytes(buf[: r.bytes])
+        for made in _made(df):
             read = _read_exactly(f, len(made))
             if read != made:
                 at = next((i for i, (a, b) in enumerate(zip(read, made)) if a != b), min(len(read), len(made)))
                 return _name(df.path, lines + made.count(b"\n", 0, at) + 1, tail, read, at, f)
             lines += made.count(b"\n")
             tail = made[made.rfind(b"\n") + 1:]
-            if r.done:
-                extra = f.read(1)
-                return None if not extra else f"{df.path}:{lines + 1}: the data file goes on past what its dataset makes"
+        extra = f.read(1)
+        return None if not extra else f"{df.path}:{lines + 1}: the data file goes on past what its dataset makes"
+
+
+def _made(df: DataFile):
+    """The bytes the dataset makes in the file's format, a buffer at a time: the simulator's,
+    or (a file made from an import) the view's text (storedfile.chunks)."""
+    ds = df.dataset
+    if ds.stored:
+        from tsbench.data.storedfile import chunks
+
+        for data, _, _ in chunks(ds, df.format):
+            yield data
+        return
+    lo, hi = df.manifest.get("entities") or (0, ds.entities)
+    sim = Simulator(ds.compiled, ds.spec.seed, lo, hi, ds.start_ns, ds.interval_ns, ds.epochs, cache=df.format)
+    buf = bytearray(max(BUF_BYTES, 2 * sim.record_bound(df.format)))
+    while True:
+        r = sim.fill(df.format, buf)
+        yield bytes(buf[: r.bytes])
+        if r.done:
+            return
 
 
 def _read_exactly(f, n: int) -> bytes:

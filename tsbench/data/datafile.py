@@ -11,15 +11,17 @@ from dataclasses import dataclass
 from tsbench.core.errors import UserError
 from tsbench.core.model import Column, Table, Tables
 from tsbench.data.dataset import Dataset, resolve, spec_of
+from tsbench.data.stored import is_stored, open_stored
 
 CHUNK = 1 << 20      # bytes hashed at a time by check_sha256
 
 
-def tables_of(ds: Dataset, rows: int, values: int) -> Tables:
-    """Tag and field columns of every measurement, in the CSV column order (an import's: its
-    loadable view's tables)."""
-    if getattr(ds, "stored", False):
-        return ds.tables
+def tables_of(ds, rows: int, values: int) -> Tables:
+    """Tag and field columns of every measurement, in the CSV column order (of an import:
+    its loadable view's)."""
+    if ds.stored:
+        v = ds.tables
+        return Tables(v.tables, v.start_ns, v.end_ns, rows, values)
     out = []
     for s, se in enumerate(ds.schema.series):
         tags = tuple(t.key for t in ds.schema.series_tags(s))
@@ -32,7 +34,7 @@ def tables_of(ds: Dataset, rows: int, values: int) -> Tables:
 class DataFile:
     path: pathlib.Path
     manifest: dict
-    dataset: Dataset
+    dataset: Dataset            # or a StoredDataset (data/stored.py) for a file made from an import
 
     @property
     def format(self) -> str:
@@ -69,18 +71,23 @@ def open_datafile(path: str | pathlib.Path, check_data: bool = False) -> DataFil
         manifest = json.loads(mpath.read_text())
     except FileNotFoundError:
         raise UserError(f"{p}: no manifest {mpath.name} beside it; tsbench loads files made by "
-                        f"`python -m tsbench generate`, which writes one") from None
+                        f"`python -m tsbench generate`; for a file of your own, import it first: "
+                        f"python -m tsbench import {p} -o DIR, then load DIR") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{mpath}: not valid JSON ({exc})") from None
     try:
-        spec = spec_of(manifest["spec"])
+        stored = is_stored(manifest["spec"])
+        spec = None if stored else spec_of(manifest["spec"])
         for k in ("format", "rows", "values", "bytes"):
             manifest[k]
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, AttributeError) as exc:
         raise UserError(f"{mpath}: missing {exc} (regenerate the file)") from None
     check_size(p, manifest)
     if check_data:
         check_sha256(p, manifest)
+    if stored:
+        described = manifest["spec"]
+        return DataFile(p, manifest, open_stored(described["folder"], described.get("import_sha256")))
     return DataFile(p, manifest, resolve(spec))
 
 

@@ -49,6 +49,7 @@ class Dataset:
     start_ns: int
     interval_ns: int
     epochs: int
+    stored = False       # made by the simulator (a StoredDataset, data/stored.py, is read from an import)
 
     @property
     def end_ns(self) -> int:

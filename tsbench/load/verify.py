@@ -15,7 +15,11 @@ float sum within the summation bound (n - 1) * u * sum|x| (u = 2^-53: any order 
 adding n doubles stays within it of the exact sum, and the file's compensated sum is
 the exact sum rounded), plus the stored values' rounding on a target with
 float_digits. When values differ, the data file is compared with what its dataset
-generates (datacheck.first_changed_line), so an edited line is named FILE:LINE."""
+generates (datacheck.first_changed_line), so an edited line is named FILE:LINE.
+
+A data file made from an import (data/stored.py, storedfile.py) is checked the same way:
+its expected counts and values are its loadable view's, computed from the Parquet files
+(stored.view_stats; the manifest's "stats" are the same figures), not the simulator's."""
 
 from __future__ import annotations
 
@@ -35,8 +39,13 @@ CHUNK = 1 << 16       # records per fill_columns call when counting faulty deliv
 
 
 def expected_counts(df: DataFile) -> dict[str, tuple[int, int]]:
-    """Per table (measurement): the (rows, values) the data file holds."""
+    """Per table (measurement): the (rows, values) the data file holds (of a file made from
+    an import: its view's, from the Parquet files, stored.view_stats)."""
     ds = df.dataset
+    if ds.stored:
+        out = {name: (f["rows"], f["values"]) for name, f in ds.figures.items()}
+        _check_totals(df, out)
+        return out
     lo, hi = df.manifest.get("entities") or (0, ds.entities)
     visible = [sum(1 for f in se.fields if not f.hidden) for se in ds.schema.series]
     names = [se.name for se in ds.schema.series]
@@ -46,10 +55,14 @@ def expected_counts(df: DataFile) -> dict[str, tuple[int, int]]:
         out = {n: (rows, rows * v) for n, v in zip(names, visible)}
     else:
         out = dict(zip(names, _simulated(ds, lo, hi, max(visible))))
+    _check_totals(df, out)
+    return out
+
+
+def _check_totals(df: DataFile, out: dict[str, tuple[int, int]]) -> None:
     if sum(r for r, _ in out.values()) != df.rows or sum(v for _, v in out.values()) != df.values:
         raise UserError(f"{df.path}: the manifest's totals ({df.rows:,} rows, {df.values:,} values) do not "
                         f"match its dataset; regenerate the file")
-    return out
 
 
 def _simulated(ds, lo: int, hi: int, width: int) -> list[tuple[int, int]]:
@@ -150,9 +163,14 @@ async def check(t: Target, df: DataFile, tables: Tables, counts: bool = True) ->
 
 
 def file_stats(df: DataFile) -> dict:
-    """What the data file holds per table (the manifest's "stats", or one simulator pass)."""
+    """What the data file holds per table (the manifest's "stats", or one simulator pass; of
+    a file made from an import, its view's, from the Parquet files)."""
     if "stats" in df.manifest:
         return df.manifest["stats"]
+    if df.dataset.stored:
+        from tsbench.data.storedfile import manifest_stats
+
+        return manifest_stats(df.dataset)
     lo, hi = df.manifest.get("entities") or (0, df.dataset.entities)
     return stats_of(df.dataset, lo, hi)
 
@@ -161,12 +179,11 @@ async def check_values(t: Target, df: DataFile, tables: Tables) -> list[dict]:
     """Per table: a row per field and kind the target answers, one per kind it cannot."""
     cls = type(t)
     checks = dict(t.value_checks)          # the class's (a spread may say more of itself)
-    if df.dataset.schema.faults.null_tag and checks.get("series") is None:
-        checks["series"] = "the data file has null tags (a row with a null tag is a tag set of its own)"
     want_all = None
     out = []
     for tb in tables:
-        unchecked = {k: why for k, why in checks.items() if why is not None}
+        mine = {**checks, "series": NULL_TAGS} if checks.get("series") is None and _null_tags(df, tb.name) else checks
+        unchecked = {k: why for k, why in mine.items() if why is not None}
         out += [{"table": tb.name, "field": None, "kind": k, "status": "not checked", "file": None, "stored": None,
                  "bound": None, "note": why} for k, why in unchecked.items()]
         if len(unchecked) == len(STAT_KINDS):
@@ -185,6 +202,15 @@ async def check_values(t: Target, df: DataFile, tables: Tables) -> list[dict]:
                 stored = getattr(g, kind) if g is not None else None
                 out.append(_row(tb.name, name, kind, w[kind], stored, _bound(kind, w, types[name], cls.float_digits)))
     return out
+
+
+NULL_TAGS = "the data file has null tags (a row with a null tag is a tag set of its own)"
+
+
+def _null_tags(df: DataFile, table: str) -> bool:
+    """Whether rows of the table lack a tag (generated: the null_tag fault; imported: the view's)."""
+    ds = df.dataset
+    return ds.figures[table]["null_tags"] if ds.stored else bool(ds.schema.faults.null_tag)
 
 
 def _bound(kind: str, w: dict, type_: str, digits: int | None) -> float:
