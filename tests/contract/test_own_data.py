@@ -40,7 +40,7 @@ def endpoint(request):
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     out = tmp_path_factory.mktemp("own") / "imported"
-    lpimport.import_file(str(SOURCE), str(out))
+    lpimport.import_file(str(SOURCE), str(out), "ns")
     return out
 
 

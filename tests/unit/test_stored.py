@@ -29,7 +29,7 @@ SOURCE = OWN / "every_type.lp"
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     out = tmp_path_factory.mktemp("own") / "every_type"
-    lpimport.import_file(str(SOURCE), str(out))
+    lpimport.import_file(str(SOURCE), str(out), "ns")
     return out
 
 
@@ -37,7 +37,7 @@ def small(tmp_path, text: str):
     tmp_path.mkdir(exist_ok=True)
     src = tmp_path / "in.lp"
     src.write_text(text)
-    lpimport.import_file(str(src), str(tmp_path / "d"))
+    lpimport.import_file(str(src), str(tmp_path / "d"), "ns")
     return open_stored(tmp_path / "d")
 
 
@@ -150,7 +150,7 @@ def test_an_imported_generated_file_has_the_generators_figures(tmp_path):
     generate(resolve(DatasetSpec(use_case="devops", scale=2, end="2016-01-01T00:10:00Z", seed=7)), "influx",
              str(src), show_progress=False)
     made = json.loads((tmp_path / "g.lp.manifest.json").read_text())
-    lpimport.import_file(str(src), str(tmp_path / "d"))
+    lpimport.import_file(str(src), str(tmp_path / "d"), "ns")
     ds = open_stored(tmp_path / "d")
     assert (ds.tables.rows, ds.tables.values) == (made["rows"], made["values"])
     for name, want in made["stats"].items():

@@ -6,9 +6,10 @@ Python per row.
 
 The view's rows of a measurement: those with a time and at least one value of a field the
 view holds (a line without a timestamp, or with string or boolean fields only, is not one:
-no database is given it). Columns: time as the microsecond TIMESTAMPTZ the reference and the
-SQL targets hold (DuckDB's cast rounds nanoseconds to the nearest microsecond, as PostgreSQL's
-timestamptz does), the measurement's tags as VARCHAR, its view fields as BIGINT or DOUBLE."""
+no database is given it); the reference reads them through data/stored.py's view (duplicates
+merged as InfluxDB stores them, times cut to the microsecond, as every target is given them).
+Columns: time as a TIMESTAMPTZ, the measurement's tags as VARCHAR, its view fields as BIGINT
+or DOUBLE."""
 
 from __future__ import annotations
 
@@ -28,11 +29,13 @@ def view_where(table: Table) -> str:
 
 
 def view_select(ds, table: Table) -> str:
-    """SELECT of a measurement's view rows, columns in the table's order (time, tags, fields)."""
-    cols = ["CAST(time AS TIMESTAMPTZ) AS time"] + [f"CAST({q(t)} AS VARCHAR) AS {q(t)}" for t in table.tags] + \
+    """SELECT of a measurement's view rows (the rows every target is given: data/stored.py's
+    view_sql, duplicates merged, times cut to the microsecond), columns in the table's order
+    (time, tags, fields)."""
+    cols = ["CAST(make_timestamp(time // 1000) AS TIMESTAMPTZ) AS time"] + \
+           [f"CAST({q(t)} AS VARCHAR) AS {q(t)}" for t in table.tags] + \
            [f"CAST({q(f.name)} AS {SQL_TYPES[f.type]}) AS {q(f.name)}" for f in table.fields]
-    return (f"SELECT {', '.join(cols)} FROM read_parquet({lit(str(ds.parquet(table.name)))}) "
-            f"WHERE {view_where(table)}")
+    return f"SELECT {', '.join(cols)} FROM ({ds.view_sql(table.name)})"      # in file order, as generated data is
 
 
 def fill(con, ds) -> None:
