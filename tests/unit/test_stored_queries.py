@@ -186,3 +186,29 @@ def test_a_generated_file_imported_gives_the_simulators_reference_answers(tmp_pa
     assert {queries.CATALOG[n].family for n in names} == {"devops", "generic"} and len(names) > 25
     for s in queries.generate(ds, names, 2, 5, reference=from_import):
         assert sorted(map(repr, from_import.answer(s))) == sorted(map(repr, from_simulator.answer(s))), s
+
+
+TSBS = LP.parent / "tsbs-devops.lp"      # tsbs_generate_data's output, as is (its .provenance beside it)
+
+
+def test_a_tsbs_devops_file_imports_as_is_and_its_devops_answers_on_duckdb_equal_the_reference(tmp_path):
+    """Issue 39's TSBS acceptance: the file TSBS wrote, imported without a change, is recognized
+    as devops, loaded by the real loader (verified), and every devops query type that applies to
+    two hosts over three minutes and every generic type is answered by DuckDB as by the reference."""
+    from tsbench.data.stored import open_stored
+    from tsbench.experiments.session import select_types
+
+    run_cli("import", str(TSBS), "-o", str(tmp_path / "tsbs"))
+    ds = open_stored(tmp_path / "tsbs")
+    assert ds.use_case == "devops" and ds.tables.rows == 324 and not ds.excluded
+    assert {c.type for c in ds.tables.by_name()["cpu"].fields} == {"int"}        # TSBS's integer cpu fields
+    url = f"duckdb:{tmp_path / 't.duckdb'}"
+    assert load_view("duckdb", url, ds) == 324
+    ref = Reference(ds)
+    types = select_types(ds, [], [])
+    devops = [t for t in types if queries.CATALOG[t].family == "devops"]
+    picks_more = {"max-cpu-4", "max-cpu-8", "max-cpu-16", "max-cpu-32", "8-host-1-hr", "single-groupby-1-8-1",
+                  "single-groupby-5-8-1", "cpu-max-all-8", "cpu-max-all-32-24"}          # more hosts than its 2
+    assert set(devops) == {n for n, qt in queries.CATALOG.items() if qt.family == "devops"} - picks_more
+    specs = queries.generate(ds, types, 1, 7, reference=ref)
+    assert_all_valid(execute_view("duckdb", url, ds, specs, ref), specs, tuple(types))

@@ -35,6 +35,7 @@ from pathlib import Path
 from tsbench.core.errors import UserError
 from tsbench.core.model import Column, Table, Tables
 from tsbench.core.timeutil import format_time
+from tsbench.data.usecase_detect import detect_use_case
 
 IMPORT_FORMAT = "tsbench-import"
 LOADABLE = {"float": "float", "integer": "int"}      # import type -> the model's column type
@@ -115,7 +116,8 @@ def open_stored(folder: str | Path, want_sha256: str | None = None) -> StoredDat
     figures = _view_figures(folder, meta, sha, tables)
     tables = _counted(tables, figures, excluded, meta["rows"])
     return StoredDataset(folder, meta, sha, tables, _interval(measurements), excluded,
-                         figures={t.name: figures[t.name] for t in tables})
+                         figures={t.name: figures[t.name] for t in tables},
+                         use_case=detect_use_case(measurements)[0] or "imported")
 
 
 def _loadable(folder: Path, meta: dict, measurements: dict) -> tuple[list[Table], dict[str, str]]:

@@ -196,9 +196,14 @@ class QueryType:
     needs: dict                               # measurement -> fields it reads
     make: Callable[[np.random.Generator, "DatasetContext"], dict]
     shape: str                                # aggregate | rows | last | the custom shape's name (iot)
+    picks: tuple[str, int] | None = None      # (entity tag, n): a draw picks n of its distinct values
 
     def applies(self, ctx: "DatasetContext") -> str | None:
         """None if the dataset has what this type reads, else the reason in one line."""
+        if self.picks and self.picks[0] in ctx.entity_tags and len(ctx.entity_tags[self.picks[0]]) < self.picks[1]:
+            tag, n = self.picks
+            return (f"query type {self.name} picks {n} distinct {tag} values; the dataset ({ctx.use_case}) has "
+                    f"{len(ctx.entity_tags[tag])}")
         for m, fields in self.needs.items():
             t = ctx.table(m)
             if t is None:

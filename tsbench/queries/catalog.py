@@ -78,7 +78,9 @@ def _orderby_limit(rng, ctx) -> dict:
 
 
 def _devops(name: str, doc: str, make, fields=CPU, shape: str = "aggregate") -> None:
-    register(QueryType(name, "devops", doc, {"cpu": ("hostname", *fields)}, make, shape))
+    hosts = getattr(make, "keywords", {}).get("hosts")
+    register(QueryType(name, "devops", doc, {"cpu": ("hostname", *fields)}, make, shape,
+                       ("hostname", hosts) if hosts else None))
 
 
 for n in (1, 2, 4, 8, 16, 32):
