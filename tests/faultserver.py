@@ -24,6 +24,7 @@ class FaultServer:
         self.faults: list[str] = []       # consumed one per write: "503", "reset", "stall", "fatal"
         self.always: str | None = None    # a fault for every write
         self.stall_seconds = 2.0
+        self.fatal_text = 'unable to parse "cpu,host=x usage=": missing field value'   # the fatal 400's words
         self.root: dict | None = None     # a JSON document answered at GET / (None: 404)
         self.root_headers: dict = {}      # and headers sent with it
         self.service_seconds = 0.0       # each write served alone for this long (a queue: more writers, more wait)
@@ -105,7 +106,7 @@ class FaultServer:
             return web.Response(status=503, text="overloaded, try again")
         if fault == "fatal":
             self.refused += 1
-            return web.Response(status=400, text='unable to parse "cpu,host=x usage=": missing field value')
+            return web.Response(status=400, text=self.fatal_text)
         if self.service_seconds:
             self._serial = self._serial or asyncio.Lock()
             async with self._serial:

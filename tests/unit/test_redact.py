@@ -11,12 +11,12 @@ KEY = bytes(range(32))
 
 
 def test_values_become_stable_tokens_as_whole_words_only():
-    r = redact.Redaction(["web-17", "db 1, east", "hostA", "7", "1234567"], KEY)
-    text = 'query 3 on host=web-17 and "db 1, east": web-170 and hostAB kept; 7 of 9; id 1234567'
+    r = redact.Redaction(["web-17", "db 1, east", "hostA", "7", "1234567", "x"], KEY)
+    text = 'query 3 on host=web-17 and "db 1, east": web-170 and hostAB kept; 7 of 9; id 1234567; 4 x 5'
     out = r.text(text)
     t = {v: redact.token(v, KEY) for v in ("web-17", "db 1, east", "1234567")}
     assert out == f'query 3 on host={t["web-17"]} and "{t["db 1, east"]}": web-170 and hostAB kept; 7 of 9; ' \
-                  f'id {t["1234567"]}'
+                  f'id {t["1234567"]}; 4 x 5'
     assert redact.Redaction(["web-17"], KEY).text("web-17") == t["web-17"]        # same key, same token
     assert redact.token("web-17", bytes(32)) != t["web-17"]                       # another key, another token
     assert t["web-17"].startswith("tag~") and len(t["web-17"]) == 16

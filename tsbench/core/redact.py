@@ -7,9 +7,9 @@ The hash is BLAKE2b keyed with TSBENCH_REDACT_KEY (hex), else with a key kept in
 home (made once, readable by its owner only): the same value gives the same token in every
 run on a machine, and nobody without the key can test a guess of a value against a token.
 
-A value is replaced where it stands as a whole word (not inside a longer name). Values that
-are short numbers (fewer than MIN_DIGITS digits and nothing else) are left: replacing every
-"3" would garble the figures without hiding anything."""
+A value is replaced where it stands as a whole word (not inside a longer name). Values of one
+or two characters and short numbers (fewer than MIN_DIGITS digits and nothing else) are left:
+replacing every "3" or "x" would garble the figures and messages without hiding anything."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from tsbench.core.errors import UserError
 
 PREFIX = "tag~"
 MIN_DIGITS = 6
+MIN_CHARS = 3
 KEY_ENV = "TSBENCH_REDACT_KEY"
 _WORD = re.compile(r"[\w\-]+")          # what a simple value is made of
 
@@ -57,7 +58,8 @@ def token(value: str, k: bytes) -> str:
 
 
 def redactable(value: str) -> bool:
-    return bool(value) and not (value.isdigit() and len(value) < MIN_DIGITS)
+    """Whether a value is replaced: not a short number, not one or two characters."""
+    return len(value) >= MIN_CHARS and not (value.isdigit() and len(value) < MIN_DIGITS)
 
 
 class Redaction:
