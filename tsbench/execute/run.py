@@ -37,7 +37,7 @@ from tsbench.execute import responses
 from tsbench.execute.options import ExecuteCommand
 from tsbench.execute.timer import timed_query
 from tsbench.queries.base import Answer, QuerySpec, RowSet
-from tsbench.queries.compare import compare, tolerance
+from tsbench.queries.compare import at_resolution, compare, tolerance
 
 PERCENTILES = (50, 90, 95, 99, 99.9)
 
@@ -412,7 +412,7 @@ class Execution:
         """An execution's verdict against the reference engine (each distinct answer compared once)."""
         if not self.opts.validate or self.reference is None:
             return
-        expected = self.reference.expected(s)
+        expected = at_resolution(s.params, self.reference.expected(s), self.target.time_resolution_ns)
         key = (s.id, digest)
         if key not in self.verdicts:
             mm = compare(s.params, expected, rows, tolerance(s, self.rel_tol, self.reference))

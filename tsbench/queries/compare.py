@@ -83,6 +83,16 @@ class Mismatch:
         return "\n".join(lines)
 
 
+def at_resolution(p: dict, rows: list[tuple], ns: int) -> list[tuple]:
+    """The reference's rows of query p as a database keeping times to ns holds them: the leading
+    time of a rows or last answer floored (a point's own time); a bucket's start (whole seconds)
+    is unchanged by it, and other answers have no time column."""
+    timed = p.get("shape") in ("rows", "last") or (p.get("shape") == "aggregate" and p.get("bucket"))
+    if ns <= 1 or not rows or not timed:
+        return rows
+    return [(r[0] - r[0] % ns, *r[1:]) if isinstance(r[0], int) else r for r in rows]
+
+
 def plain(v):
     """A database value as a plain Python value (Decimal -> int or float)."""
     if isinstance(v, Decimal):

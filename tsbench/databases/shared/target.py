@@ -60,6 +60,7 @@ class Target:
     name: ClassVar[str]
     format: ClassVar[str]                         # "influx" | "csv": the data file it consumes
     count_unit: ClassVar[str] = "rows"            # what count() returns: "rows" or "values"
+    time_resolution_ns: ClassVar[int] = 1_000     # the finest time it keeps (a time is kept floored to it)
     server_kind: ClassVar[str | None] = None      # Server registry name for server: local; None = in-process
     other_server_kinds: ClassVar[tuple[str, ...]] = ()   # further kinds it runs on: server: local:<kind>
     engine_library: ClassVar[str | None] = None  # in-process: the Python distribution that is the engine (its version)

@@ -57,6 +57,7 @@ class VictoriaMetricsTarget(Target):
     needs_url = True
     url_example = "http://HOST:8428"
     format = "influx"
+    time_resolution_ns = 1_000_000                # milliseconds
     count_unit = "values"
     server_kind = "victoriametrics"
     options_model = VictoriaMetricsOptions
