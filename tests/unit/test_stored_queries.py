@@ -212,3 +212,16 @@ def test_a_tsbs_devops_file_imports_as_is_and_its_devops_answers_on_duckdb_equal
     assert set(devops) == {n for n, qt in queries.CATALOG.items() if qt.family == "devops"} - picks_more
     specs = queries.generate(ds, types, 1, 7, reference=ref)
     assert_all_valid(execute_view("duckdb", url, ds, specs, ref), specs, tuple(types))
+
+
+def test_execute_and_validate_load_an_import_folder_first(ds, tmp_path):
+    """`--load DIR` as `load DIR`: the folder written in the target's format into a temporary
+    file, loaded, then the queries validated; the temporary file removed."""
+    env = {"TSBENCH_REFERENCE_CACHE": str(tmp_path / "cache"), "TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir()
+    run_cli("queries", "generate", str(ds.folder), "--count", "1", "-o", str(tmp_path / "q.jsonl"), env=env)
+    run_cli("validate", str(tmp_path / "q.jsonl"), "--target", "duckdb", "--load", str(ds.folder), "-q",
+            "--json", str(tmp_path / "v.json"), env=env)
+    checks = json.loads((tmp_path / "v.json").read_text())["validation"]
+    assert len(checks) == len(generic_names()) and all(v["ok"] for v in checks)
+    assert not any(p.name.startswith("tsbench-") for p in (tmp_path / "tmp").iterdir())

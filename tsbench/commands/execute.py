@@ -3,6 +3,9 @@ answers validated; the options and the running it shares with validate."""
 
 from __future__ import annotations
 
+import contextlib
+import pathlib
+
 import click
 
 from tsbench.commands.common import key_values, say_unless, writable, write_json
@@ -18,7 +21,8 @@ def exec_options(f):
         click.option("--target", "-t", "target_name", required=True, help="Database (see: load --help)."),
         click.option("--server", "-s", default="local", show_default=True,
                      help="A URL, or local: start a server and --load DATAFILE into it first."),
-        click.option("--load", "load_file", default=None, help="Load this data file first (with --if-exists drop)."),
+        click.option("--load", "load_file", default=None, help="Load this data file (or import folder) first "
+                                                                 "(with --if-exists drop)."),
         click.option("--option", "-O", "options", multiple=True, metavar="KEY=VALUE", help="Target option."),
         click.option("--server-option", "server_options", multiple=True, metavar="KEY=VALUE"),
         click.option("--json", "json_out", default=None, callback=writable,
@@ -48,15 +52,27 @@ def run_queries(queries_file, target_name, server, load_file, options, server_op
     """The ExecResult of each trial (--repeat: measured passes over the queries on one
     database), in order; a failed trial's is the last (the rest are skipped)."""
     from tsbench import databases, queries
-    from tsbench.core import aiorun
-    from tsbench.experiments import session, trials
     from tsbench.queries.storedview import dataset_of
 
     head, specs = queries.read_queries(queries_file)
     ds = dataset_of(head["dataset"])
     if databases.is_local(server) and not load_file:
         raise UserError("--server local starts an empty server: add --load DATAFILE (or give a server URL)")
-    df = _datafile_for(load_file, ds, queries_file) if load_file else None
+    with contextlib.ExitStack() as scratch:
+        if load_file and pathlib.Path(load_file).is_dir():           # an import folder: its target format
+            from tsbench.data.storedfile import temporary_datafile
+
+            fmt = databases.target_class(target_name).format
+            load_file = scratch.enter_context(temporary_datafile(load_file, fmt))
+        df = _datafile_for(load_file, ds, queries_file) if load_file else None
+        return _run(df, ds, specs, target_name, server, options, server_options, opts, quiet)
+
+
+def _run(df, ds, specs, target_name, server, options, server_options, opts, quiet):
+    """run_queries with its data file (or none) open."""
+    from tsbench.core import aiorun
+    from tsbench.experiments import session, trials
+
     ref = session.reference(ds, say=say_unless(quiet, "tsbench")) if opts.validate else None
     reach = session.Reach(target_name, server, key_values(options, "--option"),
                           key_values(server_options, "--server-option"), stall_seconds=opts.stall_seconds)

@@ -78,12 +78,17 @@ def load(datafile, target_name, server, options, server_options, ports, gen, jso
         return
     if gen is None and datafile is None:
         raise UserError("load: give a DATAFILE or --generate KEY=VALUE,...")
+    if datafile is not None and pathlib.Path(datafile).is_dir():
+        from tsbench.data.storedfile import temporary_datafile
+
+        if gen is not None or opts.cluster:
+            raise UserError(f"load: {datafile} is an import folder; it takes neither --generate nor --cluster")
+        with temporary_datafile(datafile, cls.format) as path:
+            _load_file(path, target_name, server, opts, topts, server_options, ports, keep_server, json_out,
+                       quiet, check_data)
+        return
     try:
-        if datafile is not None and pathlib.Path(datafile).is_dir():
-            if gen is not None or opts.cluster:
-                raise UserError(f"load: {datafile} is an import folder; it takes neither --generate nor --cluster")
-            scratch, datafile = _from_import(datafile, cls.format)
-        elif gen is not None:
+        if gen is not None:
             if datafile is None:         # generated into a temporary dir, removed after the load or a failure
                 import tempfile
 
@@ -97,26 +102,6 @@ def load(datafile, target_name, server, options, server_options, ports, gen, jso
             import shutil
 
             shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _from_import(folder: str, fmt: str) -> tuple[str, str]:
-    """An import folder's data in format fmt, in a temporary dir: (the dir, the data file)."""
-    import tempfile
-
-    from tsbench.data.stored import open_stored
-    from tsbench.data.storedfile import write_datafile
-
-    ds = open_stored(folder)
-    scratch = tempfile.mkdtemp(prefix="tsbench-")
-    datafile = str(pathlib.Path(scratch) / f"data.{fmt}")
-    try:
-        write_datafile(ds, fmt, datafile)
-    except BaseException:
-        import shutil
-
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    return scratch, datafile
 
 
 def _load_file(datafile, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet,

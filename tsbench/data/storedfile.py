@@ -16,8 +16,12 @@ pyarrow.compute over the view's rows (DuckDB), never a row at a time."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import pathlib
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 
@@ -181,3 +185,19 @@ def write_datafile(ds: StoredDataset, fmt: str, path: str) -> dict:
                 "timing": {"seconds": round(time.perf_counter() - t0, 3), "processes": 1}}
     write_text(path + ".manifest.json", "--output", json.dumps(manifest, indent=2) + "\n")
     return manifest
+
+
+@contextlib.contextmanager
+def temporary_datafile(folder: str, fmt: str):
+    """An import folder's data written in format fmt into a temporary folder (what `load DIR`
+    and `execute --load DIR` load); the path, the folder removed after the block."""
+    from tsbench.data.stored import open_stored
+
+    ds = open_stored(folder)
+    scratch = tempfile.mkdtemp(prefix="tsbench-")
+    try:
+        path = str(pathlib.Path(scratch) / f"data.{fmt}")
+        write_datafile(ds, fmt, path)
+        yield path
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
