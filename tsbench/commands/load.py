@@ -78,15 +78,7 @@ def load(datafile, target_name, server, options, server_options, ports, gen, jso
         return
     if gen is None and datafile is None:
         raise UserError("load: give a DATAFILE or --generate KEY=VALUE,...")
-    if datafile is not None and pathlib.Path(datafile).is_dir():
-        from tsbench.data.storedfile import temporary_datafile
-
-        if gen is not None or opts.cluster:
-            raise UserError(f"load: {datafile} is an import folder; it takes neither --generate nor --cluster")
-        with temporary_datafile(datafile, cls.format) as path:
-            _load_file(path, target_name, server, opts, topts, server_options, ports, keep_server, json_out,
-                       quiet, check_data)
-        return
+    loading = _loader_for(datafile, gen, opts)
     try:
         if gen is not None:
             if datafile is None:         # generated into a temporary dir, removed after the load or a failure
@@ -95,13 +87,31 @@ def load(datafile, target_name, server, options, server_options, ports, gen, jso
                 scratch = tempfile.mkdtemp(prefix="tsbench-")
                 datafile = str(pathlib.Path(scratch) / f"data.{cls.format}")
             _generate_for(gen, cls.format, datafile, quiet)
-        _load_file(datafile, target_name, server, opts, topts, server_options, ports, keep_server, json_out,
-                   quiet, check_data)
+        loading(datafile, target_name, server, opts, topts, server_options, ports, keep_server, json_out,
+                quiet, check_data)
     finally:
         if scratch:
             import shutil
 
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _loader_for(datafile, gen, opts):
+    """How DATAFILE is loaded: an import folder (_load_import), else a data file (_load_file)."""
+    if datafile is None or not pathlib.Path(datafile).is_dir():
+        return _load_file
+    if gen is not None or opts.cluster:
+        raise UserError(f"load: {datafile} is an import folder; it takes neither --generate nor --cluster")
+    return _load_import
+
+
+def _load_import(folder, target_name, *rest) -> None:
+    """An import folder loaded: written in the target's format into a temporary file first."""
+    from tsbench import databases
+    from tsbench.data.storedfile import temporary_datafile
+
+    with temporary_datafile(folder, databases.target_class(target_name).format) as path:
+        _load_file(path, target_name, *rest)
 
 
 def _load_file(datafile, target_name, server, opts, topts, server_options, ports, keep_server, json_out, quiet,
