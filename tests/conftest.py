@@ -241,6 +241,21 @@ def target_url(target: str, server_options: dict | None = None):
         shutil.rmtree(d, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def endpoint(request):
+    """(target, URL) of one fresh local instance of the target the test's parameter names
+    (indirect), for the module."""
+    with target_url(request.param) as url:
+        yield request.param, url
+
+
+@pytest.fixture(scope="module")
+def pg():
+    """A local PostgreSQL server for the module (a module needing another kind defines its own)."""
+    with local_server("postgres") as srv:
+        yield srv
+
+
 def load_into(target: str, url: str, df, options: dict | None = None):
     """Load a data file into a target with the real loader (if_exists drop); the count is verified."""
     import asyncio

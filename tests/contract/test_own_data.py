@@ -22,19 +22,12 @@ from tsbench.experiments import session
 from tsbench.load.run import LoadOptions
 from tsbench.load.verify import verify
 
-from conftest import run_cli, target_url
+from conftest import run_cli
 
 pytestmark = pytest.mark.contract
 
 SOURCE = pathlib.Path(__file__).parent.parent / "data" / "own" / "every_type.lp"
 TARGETS = ("duckdb", "postgres", "influx", "victoriametrics")
-
-
-@pytest.fixture(scope="module")
-def endpoint(request):
-    """(target, URL) of one fresh local instance for the module."""
-    with target_url(request.param) as url:
-        yield request.param, url
 
 
 @pytest.fixture(scope="module")

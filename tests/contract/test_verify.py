@@ -38,13 +38,6 @@ DECL = {"use_case": "devops", "scale": 3, "end": "2016-01-01T00:20:00Z", "seed":
 
 
 @pytest.fixture(scope="module")
-def endpoint(request):
-    """(target, URL) of one fresh local instance for the module."""
-    with target_url(request.param) as url:
-        yield request.param, url
-
-
-@pytest.fixture(scope="module")
 def datafile(endpoint):
     d = pathlib.Path(tempfile.mkdtemp(prefix="tsbench-verify-data-"))
     path = d / "data"

@@ -8,19 +8,13 @@ import pytest
 
 from tsbench.queries.reference import Reference
 
-from conftest import execute_on, load_into, local_server
+from conftest import execute_on, load_into
 from querysets import assert_all_valid, generic_files, generic_specs, generic_types
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     return generic_files(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def pg():
-    with local_server("postgres") as srv:
-        yield srv
 
 
 @pytest.mark.parametrize(("name", "tags"), [("devops", "table"), ("custom", "inline")])

@@ -9,7 +9,7 @@ import pytest
 
 from tsbench.queries.reference import Reference
 
-from conftest import execute_on, load_into, local_server
+from conftest import execute_on, load_into
 from querysets import TSBS_IOT, assert_all_valid, iot_csv, iot_specs
 
 
@@ -26,12 +26,6 @@ def specs(iot):
 @pytest.fixture(scope="module")
 def reference(iot):
     return Reference(iot.dataset)
-
-
-@pytest.fixture(scope="module")
-def pg():
-    with local_server("postgres") as srv:
-        yield srv
 
 
 @pytest.mark.parametrize("tags", ["table", "inline"])

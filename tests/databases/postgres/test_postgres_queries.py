@@ -14,7 +14,7 @@ from tsbench.execute.timer import timed_query
 from tsbench.load.connect import connect
 from tsbench.queries.reference import Reference
 
-from conftest import execute_on, load_into, local_server
+from conftest import execute_on, load_into
 from querysets import assert_all_valid, devops_csv, devops_specs
 
 
@@ -35,12 +35,6 @@ def reference(devops):
 
 def _load(url, df, options=None):
     load_into("postgres", url, df, options)
-
-
-@pytest.fixture(scope="module")
-def pg():
-    with local_server("postgres") as srv:
-        yield srv
 
 
 @pytest.mark.parametrize("tags", ["table", "inline"])

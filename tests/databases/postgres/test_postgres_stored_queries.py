@@ -9,7 +9,6 @@ import pytest
 from tsbench import queries
 from tsbench.queries.reference import Reference
 
-from conftest import local_server
 from querysets import assert_all_valid
 from storedload import execute_view, generic_names, imported, load_view
 
@@ -17,12 +16,6 @@ from storedload import execute_view, generic_names, imported, load_view
 @pytest.fixture(scope="module")
 def ds(tmp_path_factory):
     return imported(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def pg():
-    with local_server("postgres") as srv:
-        yield srv
 
 
 @pytest.mark.parametrize("tags", ["table", "inline"])
