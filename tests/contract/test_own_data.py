@@ -46,7 +46,8 @@ def _datafile(endpoint, folder, tmp_path):
 def _load_and_verify(endpoint, df):
     async def go():
         async with session.open_target(session.Reach(endpoint[0], endpoint[1]), announce=False) as conn:
-            await session.load(conn, df, LoadOptions(workers=2, batch_size=5, if_exists="drop", progress=False))
+            opts = LoadOptions(workers=2, batch_size=5, if_exists="drop", progress=False, compact=False)  # no disk
+            await session.load(conn, df, opts)
             return await verify(conn, df)
     return asyncio.run(go())
 
