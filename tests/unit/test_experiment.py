@@ -320,6 +320,7 @@ def test_own_data_runs_on_the_file_given_with_set_and_says_so_without_it():
     ("    file: {f}\n    scale: 3\n", r"datasets\.d: scale: a dataset with file: holds the file's data; scale applies"),
     ("    use_case: iot\n    csv_tags: host\n", r"datasets\.d: csv_tags: applies to a dataset with file:"),
     ("    file: {f}\n    csv_tags: host\n", r"datasets\.d: csv_tags applies to CSV files; this file is read as line protocol \(give format csv"),
+    ("    file: {f}\nphases: [stream]\n", r"e\.yaml:4: datasets\.d\.file: the stream phase generates its data"),
 ])
 def test_a_file_dataset_takes_the_imports_settings_only(tmp_path, extra, pattern):
     f = _write(tmp_path, "name: e\ndatasets:\n  d:\n" + extra.format(f=SAMPLE) + "targets:\n  t: {target: 'null'}\n")

@@ -251,6 +251,10 @@ def load_experiment(path: str | pathlib.Path, overrides: tuple[str, ...] = ()) -
     exp = _validate(p, data, lines)
     exp._overrides = list(overrides)
     _check_names(p, exp, lines)
+    for name, d in exp.datasets.items():
+        if d.file and "stream" in exp.phases:
+            raise UserError(f"{p}:{lines.get(('datasets', name, 'file'), 1)}: datasets.{name}.file: the stream phase "
+                            f"generates its data as it writes; a file of your own is loaded by the load phase")
     for name, d in exp.datasets.items():      # a schema file is found beside the experiment file
         if d.schema_file and not pathlib.Path(d.schema_file).is_absolute():
             f = p.parent / d.schema_file

@@ -76,10 +76,7 @@ def stream_dataset(c: Cell):
     from tsbench.data.dataset import DatasetSpec, resolve
     from tsbench.stream.run import start_now
 
-    if c.dataset.file:
-        raise UserError(f"dataset {c.dataset_name}: the stream phase generates its data as it writes; a file of "
-                        f"your own is loaded by the load phase")
-    decl = c.dataset.generated_settings()
+    decl = c.dataset.generated_settings()       # a file dataset has no stream phase (load_experiment)
     if c.stream.time is not None:
         decl.update(interval=c.stream.interval(), end=None)
     if c.stream.start == "now":
