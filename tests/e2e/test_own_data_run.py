@@ -65,3 +65,29 @@ def test_redact_replaces_the_tag_values_a_server_quoted(redacted, tmp_path):
     reason = next(c for c in pq.read_table(plain / "cells.parquet").to_pylist()
                   if c["target_name"] == "quoting")["reason"]
     assert "hostname=host_1,region=ap-southeast-1" in reason, reason
+
+
+VM_EXP = """\
+name: vm
+datasets:
+  every: {{file: "{file}"}}
+targets:
+  vm: {{target: victoriametrics}}
+queries: {{types: [generic-max-1-1], count: 2, seed: 11}}
+"""
+
+
+@pytest.mark.parametrize("redact", [True, False])
+def test_redact_keeps_an_answers_values_out_of_a_mismatch(tmp_path, redact):
+    """VictoriaMetrics returns station b=2's -3.5e-07 (beside 1e15) as 0 (tests/contract/
+    test_own_data.py): the cell fails; with --redact its reason says where, not the values."""
+    (tmp_path / "vm.yaml").write_text(VM_EXP.format(file=SAMPLE.parent / "every_type.lp"))
+    p = run_cli("run", str(tmp_path / "vm.yaml"), "--results", str(tmp_path / "r"), "-q", "--no-report",
+                *(["--redact"] if redact else []), check=False, env={"TSBENCH_REDACT_KEY": "11" * 32})
+    assert p.returncode == 1, p.stderr.decode()
+    run = next(d for d in (tmp_path / "r" / "vm").iterdir() if (d / "cells.parquet").exists())
+    reason = pq.read_table(run / "cells.parquet").to_pylist()[0]["reason"]
+    if redact:
+        assert "row 0 column 0 (max_temp): values differ (not shown: --redact)" in reason and "e-07" not in reason
+    else:
+        assert "row 0 column 0 (max_temp): 0.0, expected -3.5e-07" in reason, reason

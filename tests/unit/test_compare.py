@@ -142,3 +142,20 @@ def test_an_unordered_answer_is_compared_as_a_set(ref):
         assert not ordered(s.params)
         exp = r.expected(s)
         assert len(exp) > 1 and compare(s.params, exp, exp[::-1], tolerance(s, 0.0, r)) is None
+
+
+def test_a_diff_without_values_says_only_where_they_differ(ref):
+    """--redact: a mismatch's diff without the answer's values (the user's data), for each kind
+    of difference; a count of rows is a figure and stays."""
+    r, specs = ref
+    s = specs["lastpoint"]
+    exp = r.expected(s)
+    tol = tolerance(s, 0.0, r)
+    value = compare(s.params, exp, [(*exp[0][:-1], exp[0][-1] + 1), *exp[1:]], tol)
+    group = compare(s.params, exp, [(exp[0][0] + 1, *exp[0][1:]), *exp[1:]], tol)
+    count = compare(s.params, exp, exp[1:], tol)
+    assert value.diff(values=False) == "row 0 column 9 (usage_guest_nice): values differ (not shown: --redact)"
+    assert group.diff(values=False) == "row 0: time/group: values differ (not shown: --redact)"
+    assert count.diff(values=False) == count.reason == f"{len(exp) - 1} rows, expected {len(exp)}"
+    for mm in (value, group):
+        assert str(exp[0][-1]) in mm.diff() and str(exp[0][-1]) not in mm.diff(values=False)

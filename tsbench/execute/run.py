@@ -51,6 +51,7 @@ class ExecOptions:
     rel_tol: float | None = None     # float tolerance (default: from the target's float_digits)
     keep_bytes: int = 256 << 20      # raw answers kept in the timed pass before an untimed check
     progress: bool = True
+    show_values: bool = True         # an answer's values in a mismatch's diff (False: --redact)
 
     def check(self) -> None:
         if self.workers < 1:
@@ -416,7 +417,7 @@ class Execution:
         key = (s.id, digest)
         if key not in self.verdicts:
             mm = compare(s.params, expected, rows, tolerance(s, self.rel_tol, self.reference))
-            self.verdicts[key] = mm.diff() if mm else None
+            self.verdicts[key] = mm.diff(values=self.opts.show_values) if mm else None
         rec.update(valid=self.verdicts[key] is None, empty=not expected)
 
     def summarize(self) -> None:

@@ -390,7 +390,8 @@ class Runner:
             return
         specs = session.draw(ds, names, q.count, q.seed, reference=lambda: self._reference(c, ds), say=self.say)
         ref = self._reference(c, ds) if "validate" in self.phases else None
-        opts = build(ExecOptions, dict(ex), validate=ref is not None, progress=not self.quiet)
+        opts = build(ExecOptions, dict(ex), validate=ref is not None, progress=not self.quiet,
+                     show_values=not self.redact)
         for j in range(ex.repeat):
             name = self._begin("execute", j, ex.repeat)
             mon.labels["trial"] = j

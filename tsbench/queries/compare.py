@@ -69,9 +69,13 @@ class Mismatch:
     reason: str
     expected: list[tuple]
     got: list[tuple]
+    where: str = ""           # the reason without the answer's values ("" : the reason holds none)
 
-    def diff(self, limit: int = 5) -> str:
-        """A readable diff of the first differing rows."""
+    def diff(self, limit: int = 5, values: bool = True) -> str:
+        """A readable diff of the first differing rows; without values, only where they differ
+        (--redact: an answer's values are the user's data)."""
+        if not values:
+            return f"{self.where}: values differ (not shown: --redact)" if self.where else self.reason
         lines = [self.reason]
         exp, got = self.expected, self.got
         i = next((k for k in range(min(len(exp), len(got))) if exp[k] != got[k]), min(len(exp), len(got)))
@@ -160,13 +164,14 @@ def compare(p: dict, expected: list[tuple], got: list[tuple], tol: Tolerance | f
             return Mismatch(f"row {k} has {len(g)} columns, expected {len(e)}", exp, act)
         if tuple(e[:n_lead]) != tuple(g[:n_lead]):
             what = "in order, " if in_order else ""
-            return Mismatch(f"row {k}: {what}time/group {tuple(g[:n_lead])}, expected {tuple(e[:n_lead])}", exp, act)
+            return Mismatch(f"row {k}: {what}time/group {tuple(g[:n_lead])}, expected {tuple(e[:n_lead])}", exp, act,
+                            f"row {k}: {what}time/group")
         per = bounds.get(tuple(e[:n_lead]))
         for j, v in enumerate(values):
             a, b = e[n_lead + j], g[n_lead + j]
             if a is None or b is None:
                 if a is not b:
-                    return Mismatch(f"row {k} column {j}: {b!r}, expected {a!r}", exp, act)
+                    return Mismatch(f"row {k} column {j}: {b!r}, expected {a!r}", exp, act, f"row {k} column {j}")
                 continue
             if v.kind == "str":
                 ok = str(a) == str(b)
@@ -183,5 +188,6 @@ def compare(p: dict, expected: list[tuple], got: list[tuple], tol: Tolerance | f
                     allowed = computed * abs(a)
                 ok = _close(a, b, allowed + tol.rel * abs(a))
             if not ok:
-                return Mismatch(f"row {k} column {j} ({v.name}): {b!r}, expected {a!r}", exp, act)
+                return Mismatch(f"row {k} column {j} ({v.name}): {b!r}, expected {a!r}", exp, act,
+                                f"row {k} column {j} ({v.name})")
     return None
