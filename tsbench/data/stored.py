@@ -34,6 +34,7 @@ from pathlib import Path
 
 from tsbench.core.errors import UserError
 from tsbench.core.model import Column, Table, Tables
+from tsbench.core.sqltext import lit, q
 from tsbench.core.timeutil import format_time
 from tsbench.data.usecase_detect import detect_use_case
 
@@ -211,22 +212,14 @@ def _interval(measurements: dict) -> int:
 
 # ---- the view as DuckDB queries ------------------------------------------------------------
 
-def ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _merged_sql(path: Path, tb: Table) -> str:
     """The timed rows of one Parquet file to the microsecond, one per (tags, time): each
     field the last non-null value written, ROW the first line's row number."""
-    tags = [ident(t) for t in tb.tags]
-    fields = [ident(c.name) for c in tb.fields]
+    tags = [q(t) for t in tb.tags]
+    fields = [q(c.name) for c in tb.fields]
     ns = "epoch_ns(time)"
     src = (f"SELECT *, {ns} - ((({ns} % 1000) + 1000) % 1000) AS {TIME} "
-           f"FROM read_parquet({literal(str(path))}, file_row_number=true) WHERE time IS NOT NULL")
+           f"FROM read_parquet({lit(str(path))}, file_row_number=true) WHERE time IS NOT NULL")
     picks = "".join(f", arg_max({f}, file_row_number) FILTER (WHERE {f} IS NOT NULL) AS {f}" for f in fields)
     key = ", ".join([*tags, TIME])
     return f"SELECT {key}, min(file_row_number) AS {ROW}{picks} FROM ({src}) GROUP BY {key}"
@@ -236,25 +229,25 @@ def view_sql(path: Path, tb: Table, types: dict, ordered: bool = True) -> str:
     """The rows of the view of one Parquet file (see the module's docstring): time (int64
     ns, whole microseconds), the tags, the fields (unsigned as BIGINT)."""
     cast = {"float": "DOUBLE"}
-    cols = [f"CAST({ident(c.name)} AS {cast.get(types[c.name]['type'], 'BIGINT')}) AS {ident(c.name)}"
+    cols = [f"CAST({q(c.name)} AS {cast.get(types[c.name]['type'], 'BIGINT')}) AS {q(c.name)}"
             for c in tb.fields]
-    some = " OR ".join(f"{ident(c.name)} IS NOT NULL" for c in tb.fields)
+    some = " OR ".join(f"{q(c.name)} IS NOT NULL" for c in tb.fields)
     order = f" ORDER BY {ROW}" if ordered else ""
-    return (f"SELECT {TIME} AS time, {', '.join([*map(ident, tb.tags), *cols])} FROM ({_merged_sql(path, tb)}) "
+    return (f"SELECT {TIME} AS time, {', '.join([*map(q, tb.tags), *cols])} FROM ({_merged_sql(path, tb)}) "
             f"WHERE {some}{order}")
 
 
 def _stats_sql(path: Path, tb: Table, types: dict) -> str:
     """One row of a table's figures over its view (the kinds of valuestats.to_manifest)."""
-    src = f"read_parquet({literal(str(path))})"
+    src = f"read_parquet({lit(str(path))})"
     items = ["count(*)", "min(time)", "max(time)",
              f"(SELECT count(*) FROM {src} WHERE time IS NULL)",
              f"(SELECT count(*) FROM ({_merged_sql(path, tb)}))",
              f"(SELECT count(*) FROM {src} WHERE epoch_ns(time) % 1000 <> 0)",
-             f"count(DISTINCT row({', '.join(map(ident, tb.tags))}))" if tb.tags else "least(count(*), 1)",
-             " OR ".join(f"bool_or({ident(t)} IS NULL)" for t in tb.tags) if tb.tags else "false"]
+             f"count(DISTINCT row({', '.join(map(q, tb.tags))}))" if tb.tags else "least(count(*), 1)",
+             " OR ".join(f"bool_or({q(t)} IS NULL)" for t in tb.tags) if tb.tags else "false"]
     for c in tb.fields:
-        f = ident(c.name)
+        f = q(c.name)
         if c.type == "int":
             items += [f"count({f})", f"sum({f}::HUGEINT)", f"fsum(abs({f}::DOUBLE))", f"min({f})", f"max({f})"]
         else:

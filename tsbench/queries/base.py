@@ -22,6 +22,7 @@ if TYPE_CHECKING:      # numpy's generator is only named in annotations (a targe
 
 from tsbench.core.errors import UserError
 from tsbench.core.model import Tables
+from tsbench.core.sqltext import lit, q  # noqa: F401  (the dialects import them from here)
 
 MINUTE = 60 * 10**9
 HOUR = 60 * MINUTE
@@ -165,15 +166,6 @@ def iso(ns: int) -> str:
     t = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=ns // 1000)
     frac = f".{t.microsecond:06d}" if t.microsecond else ""
     return t.strftime("%Y-%m-%dT%H:%M:%S") + frac + "Z"
-
-
-def q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def lit(s: str) -> str:
-    """An SQL string literal: 'text', quotes doubled."""
-    return "'" + s.replace("'", "''") + "'"
 
 
 def num(x: float) -> str:
