@@ -4,38 +4,27 @@ reference engine's tables, each tag's distinct values and the query context draw
 them, and the dataset back from a queries file's description. DuckDB does the work; no
 Python per row.
 
-The view's rows of a measurement: those with a time and at least one value of a field the
-view holds (a line without a timestamp, or with string or boolean fields only, is not one:
-no database is given it); the reference reads them through data/stored.py's view (duplicates
-merged as InfluxDB stores them, times cut to the microsecond, as every target is given them).
-Columns: time as a TIMESTAMPTZ, the measurement's tags as VARCHAR, its view fields as BIGINT
-or DOUBLE."""
+The view's rows are data/stored.py's (view_sql: the rows every target is given); here they
+become the reference's tables, time as a TIMESTAMPTZ, the measurement's tags as VARCHAR, its
+view fields as BIGINT or DOUBLE, and each tag's values."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from tsbench.core.model import Table
-from tsbench.queries.base import DatasetContext, lit, q
+from tsbench.queries.base import DatasetContext, q
 
 SQL_TYPES = {"float": "DOUBLE", "int": "BIGINT"}
 SECOND = 10**9
-
-
-def view_where(table: Table) -> str:
-    """The view's rule as a WHERE condition over the Parquet columns."""
-    values = " OR ".join(f"{q(f.name)} IS NOT NULL" for f in table.fields)
-    return f"time IS NOT NULL AND ({values})"
 
 
 def view_select(ds, table: Table) -> str:
     """SELECT of a measurement's view rows (the rows every target is given: data/stored.py's
     view_sql, duplicates merged, times cut to the microsecond), columns in the table's order
     (time, tags, fields)."""
-    cols = ["CAST(make_timestamp(time // 1000) AS TIMESTAMPTZ) AS time"] + \
-           [f"CAST({q(t)} AS VARCHAR) AS {q(t)}" for t in table.tags] + \
-           [f"CAST({q(f.name)} AS {SQL_TYPES[f.type]}) AS {q(f.name)}" for f in table.fields]
-    return f"SELECT {', '.join(cols)} FROM ({ds.view_sql(table.name)})"      # in file order, as generated data is
+    return (f"SELECT CAST(make_timestamp(time // 1000) AS TIMESTAMPTZ) AS time, * EXCLUDE (time) "
+            f"FROM ({ds.view_sql(table.name)})")      # in file order, as generated data is
 
 
 def fill(con, ds) -> None:
@@ -57,7 +46,7 @@ def entities(ds) -> int:
 
 class TagValues:
     """Each tag's distinct non-null values in the view, sorted (by code point), asked of DuckDB
-    (SELECT DISTINCT over the Parquet column) the first time and kept: values(m, tag) of one
+    (SELECT DISTINCT over the view's rows) the first time and kept: values(m, tag) of one
     measurement, every(tag) of every measurement that has the tag."""
 
     def __init__(self, ds):
@@ -66,14 +55,12 @@ class TagValues:
     def values(self, measurement: str, tag: str) -> list[str]:
         key = (measurement, tag)
         if key not in self.memo:
-            t = self.ds.tables.by_name()[measurement]
             if self.con is None:
                 import duckdb
 
                 self.con = duckdb.connect()
-            sql = (f"SELECT DISTINCT CAST({q(tag)} AS VARCHAR) AS v FROM read_parquet("
-                   f"{lit(str(self.ds.parquet(measurement)))}) WHERE {q(tag)} IS NOT NULL AND "
-                   f"{view_where(t)}")
+            sql = (f"SELECT DISTINCT CAST({q(tag)} AS VARCHAR) AS v FROM ({self.ds.view_sql(measurement, False)}) "
+                   f"WHERE {q(tag)} IS NOT NULL")
             self.memo[key] = sorted(r[0] for r in self.con.execute(sql).fetchall())
         return self.memo[key]
 
