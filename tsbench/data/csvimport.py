@@ -327,12 +327,9 @@ class _Reading:
         m = self.mapping
         m.infer(batch)
         self.scan = _CsvScan(self.measurement, m.unit, m.tags, m.types)
-        t = lpimport._Table(self.measurement, lpimport.file_name(self.measurement))
-        t.schema = lpimport.arrow_schema(self.measurement, {"tags": {k: {} for k in m.tags},
-                                                             "fields": {f: {"type": m.types[f]} for f in m.fields}})
-        t.parts = [self.tmp / t.file]
-        t.writer = lpimport._writer(t.parts[0], t.schema)
-        self.importer.tables[_MEAS] = t
+        t = self.importer.table(_MEAS, self.measurement)
+        self.importer.new_part(t, {"tags": {k: {} for k in m.tags},
+                                   "fields": {f: {"type": m.types[f]} for f in m.fields}})
 
     def feed(self, batch) -> None:
         import pyarrow as pa
@@ -347,7 +344,7 @@ class _Reading:
             raise CsvImportError(self.path, self.src.line_of(self.rows + bad.row + 2), bad.reason) from None
         self.scan.feed_columns(times, [h for _, h in tags.values()], [len(c) - c.null_count for c in fields.values()])
         values = {name: batch.column(name).cast(pa.string()) for name in m.tags}
-        self.importer.add_columns(self.importer.tables[_MEAS], times, np.ones(len(times), bool), self.scan.series,
+        self.importer.add_columns(self.importer.table(_MEAS, self.measurement), times, np.ones(len(times), bool), self.scan.series,
                                   values, fields)
         self.rows += len(times)
 

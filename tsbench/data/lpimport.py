@@ -183,23 +183,32 @@ class Importer:
         self.failed = False
         self._pq = pq
 
-    def _table(self, scan: lpscan.SchemaScan, h: int) -> _Table:
-        t = self.tables.get(h)
+    def table(self, key, name: str) -> _Table:
+        """The output of measurement `name` (key: how the caller knows it), made when first asked."""
+        t = self.tables.get(key)
         if t is None:
-            name = scan.meas[h].name
-            t = self.tables[h] = _Table(name, file_name(name))
+            t = self.tables[key] = _Table(name, file_name(name))
             if len({x.file for x in self.tables.values()}) != len(self.tables):
                 raise UserError(f"measurement {name!r}: its file name {t.file} is another's; rename one")
+        return t
+
+    def new_part(self, t: _Table, m: dict, known: tuple = (-1, -1)) -> None:
+        """From here t's rows go to a new file of the columns of m (lpscan's measurement dict:
+        tags, fields and types); the parts are merged at close()."""
+        self._flush(t)
+        if t.writer is not None:
+            t.writer.close()
+            t.writer = None
+        t.schema, t.known = arrow_schema(t.name, m), known
+        path = self.folder / (t.file if not t.parts else f".{t.file}.part{len(t.parts)}")
+        t.parts.append(path)
+        t.writer = _writer(path, t.schema)
+
+    def _table(self, scan: lpscan.SchemaScan, h: int) -> _Table:
         m = scan.meas[h]
+        t = self.table(h, m.name)
         if (len(m.tags), len(m.fields)) != t.known:      # a new tag or field: a new file from here
-            self._flush(t)
-            if t.writer is not None:
-                t.writer.close()
-                t.writer = None
-            t.schema, t.known = arrow_schema(t.name, _current(m)), (len(m.tags), len(m.fields))
-            path = self.folder / (t.file if not t.parts else f".{t.file}.part{len(t.parts)}")
-            t.parts.append(path)
-            t.writer = _writer(path, t.schema)
+            self.new_part(t, _current(m), (len(m.tags), len(m.fields)))
         return t
 
     def feed(self, scan: lpscan.SchemaScan, buf, batch: native.LpBatch) -> None:
