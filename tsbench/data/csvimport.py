@@ -244,7 +244,7 @@ def infer_type(col) -> str:
             col.cast(arrow_type(name))
             return name
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            pass
+            pass                        # not every value is of this type: the next, more general one is tried
     return "string"
 
 

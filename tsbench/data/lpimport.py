@@ -501,7 +501,7 @@ def write_import(path: str, output: str, scan_into) -> dict:
                     "rows": rows, "schema": schema, "errors": schema["errors"]}
         (tmp / "import.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         tmp.rename(out)
-    except BaseException:
+    except BaseException:               # re-raised: only the half-built folder is removed first
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return manifest

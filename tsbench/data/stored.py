@@ -298,7 +298,7 @@ def _view_figures(folder: Path, meta: dict, sha: str, tables: list[Table]) -> di
         if kept.get("key") == key:
             return kept["figures"]
     except (OSError, ValueError, AttributeError):
-        pass
+        pass                   # no cache, or an unreadable one: the figures are computed again below
     figures = view_stats(folder, meta, tables)
     for name, f in figures.items():
         timed = meta["rows"][name] - f["no_time"]
