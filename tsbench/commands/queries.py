@@ -68,7 +68,7 @@ def queries_generate(datafile, dataset, types, family, count, seed, allow_empty,
     ds = _dataset_from(datafile, dataset)
     if types:
         names = [t.strip() for t in types.split(",") if t.strip()]
-    elif family or getattr(ds, "stored", False):
+    elif family or ds.stored:
         names = session.select_types(ds, [], [family] if family else [])
         if not names:
             raise UserError(f"--family: no {family or 'generic'!r} query type fits this dataset (families: "
@@ -117,5 +117,5 @@ def _fitting(ds, types: list) -> list:
     """The types that fit the dataset (on an import, of its default families)."""
     from tsbench.experiments import session
 
-    names = set(session.select_types(ds, [], [] if getattr(ds, "stored", False) else list(FAMILIES)))
+    names = set(session.select_types(ds, [], [] if ds.stored else list(FAMILIES)))
     return [qt for qt in types if qt.name in names]

@@ -91,7 +91,7 @@ def select_types(ds: Dataset, types: list[str], families: list[str]) -> list[str
     (an import without families: stored_families)."""
     if types:
         return list(types)
-    if not families and getattr(ds, "stored", False):
+    if not families and ds.stored:
         families = stored_families(ds)
     for f in families:
         if f not in queries.FAMILIES:

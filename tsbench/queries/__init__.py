@@ -55,7 +55,7 @@ def context(ds: Dataset, reference=None) -> DatasetContext:
     """The dataset as query types see it; reference: the dataset's reference, or a function
     returning one, for the types that draw from its values (else built when first asked).
     An import (a StoredDataset): its context is queries/storedview.py's."""
-    if getattr(ds, "stored", False):
+    if ds.stored:
         from tsbench.queries.storedview import context as stored_context
 
         return stored_context(ds, _LazyReference(ds, reference, None))

@@ -62,7 +62,7 @@ def dataset_key(ds: Dataset) -> str:
     from tsbench.data.native import build_id
 
     engine = pathlib.Path(__file__).with_name("reference.py").read_bytes()
-    if getattr(ds, "stored", False):
+    if ds.stored:
         return _stored_key(ds, engine, duckdb.__version__)
     return _sha({"format": FORMAT, "compiled": dataclasses.asdict(ds.compiled), "seed": ds.spec.seed,
                  "entities": ds.entities, "start_ns": ds.start_ns, "interval_ns": ds.interval_ns,

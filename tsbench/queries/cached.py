@@ -60,7 +60,7 @@ class CachedReference:
             import psutil
 
             ds, me = self.ds, psutil.Process()
-            size = f"{ds.tables.rows:,} imported rows" if getattr(ds, "stored", False) else \
+            size = f"{ds.tables.rows:,} imported rows" if ds.stored else \
                 f"{ds.entities:,} entities x {ds.epochs:,} epochs"
             self.say(f"building the reference engine ({size}): an answer is not in the cache")
             t0, pss0 = time.perf_counter(), me.memory_full_info().pss

@@ -60,7 +60,7 @@ def tolerance(spec, rel: float, reference) -> Tolerance:
     the per-row scales from the reference engine (a Reference or a CachedReference)."""
     ds = reference.ds
     scales = reference.scales(spec) if summed(spec.params) else None
-    rows = ds.tables.rows if getattr(ds, "stored", False) else ds.entities * ds.epochs     # an import: its rows
+    rows = ds.tables.rows if ds.stored else ds.entities * ds.epochs     # an import: its rows
     return Tolerance(rel, rows, scales)
 
 

@@ -40,7 +40,7 @@ class Reference:
         self._load()
 
     def _load(self) -> None:
-        if getattr(self.ds, "stored", False):        # an import: its view, from its Parquet files
+        if self.ds.stored:        # an import: its view, from its Parquet files
             from tsbench.queries.storedview import fill
 
             fill(self.con, self.ds)
