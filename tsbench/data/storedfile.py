@@ -31,7 +31,7 @@ from tsbench import __version__
 from tsbench.core.errors import UserError
 from tsbench.core.model import Table
 from tsbench.core.outfile import write_text
-from tsbench.data.stored import StoredDataset
+from tsbench.data.stored import StoredDataset, open_stored
 
 FORMATS = ("influx", "csv")
 BATCH_ROWS = 1 << 16
@@ -191,8 +191,6 @@ def write_datafile(ds: StoredDataset, fmt: str, path: str) -> dict:
 def temporary_datafile(folder: str, fmt: str):
     """An import folder's data written in format fmt into a temporary folder (what `load DIR`
     and `execute --load DIR` load); the path, the folder removed after the block."""
-    from tsbench.data.stored import open_stored
-
     ds = open_stored(folder)
     scratch = tempfile.mkdtemp(prefix="tsbench-")
     try:

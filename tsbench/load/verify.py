@@ -163,14 +163,10 @@ async def check(t: Target, df: DataFile, tables: Tables, counts: bool = True) ->
 
 
 def file_stats(df: DataFile) -> dict:
-    """What the data file holds per table (the manifest's "stats", or one simulator pass; of
-    a file made from an import, its view's, from the Parquet files)."""
+    """What the data file holds per table (the manifest's "stats", which a file made from an
+    import always has, or one simulator pass)."""
     if "stats" in df.manifest:
         return df.manifest["stats"]
-    if df.dataset.stored:
-        from tsbench.data.storedfile import manifest_stats
-
-        return manifest_stats(df.dataset)
     lo, hi = df.manifest.get("entities") or (0, df.dataset.entities)
     return stats_of(df.dataset, lo, hi)
 
