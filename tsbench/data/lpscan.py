@@ -164,8 +164,9 @@ class SchemaScan:
         order = np.argsort(keys, kind="stable")
         self.keys = keys[order]
         self.last = np.concatenate([self.last, np.full(len(new), _NO_TIME, np.int64)])[order]
-        for i in reps.tolist():
-            self._measurement(buf, a, i).series += 1
+        _, at, per = np.unique(a["meas"][reps], return_index=True, return_counts=True)
+        for j in np.argsort(at, kind="stable").tolist():      # one step a measurement, not a series
+            self._measurement(buf, a, int(reps[at[j]])).series += int(per[j])
         self._tags(buf, a, reps)
         return np.searchsorted(self.keys, s)
 
