@@ -83,8 +83,10 @@ def test_the_remote_write_receiver_is_on(server):
 
 
 def _backfill(srv: PrometheusServer) -> None:
-    """A 2016 block written into the stopped server's TSDB by Debian's promtool."""
+    """A 2016 block written into the stopped server's TSDB by Debian's promtool: host_0 every
+    10 s from the start, host_1 each 1 ms earlier (its first sample before the start)."""
     lines = [f'cpu_usage_user{{hostname="host_0"}} {i} {T2016_S + 10 * i}' for i in range(SAMPLES)]
+    lines += [f'cpu_usage_user{{hostname="host_1"}} {i} {T2016_S + 10 * i - 1}.999' for i in range(SAMPLES)]
     om = srv.dir / "backfill.om"
     om.write_text("# TYPE cpu_usage_user gauge\n" + "\n".join(lines) + "\n# EOF\n")
     promtool = srv.binary().with_name("promtool")
@@ -93,7 +95,7 @@ def _backfill(srv: PrometheusServer) -> None:
 
 
 def _count_2016(srv) -> list:
-    res = _api(srv, "query", query="count_over_time(cpu_usage_user[2h])", time=T2016_S + 3600)
+    res = _api(srv, "query", query='count_over_time(cpu_usage_user{hostname="host_0"}[2h])', time=T2016_S + 3600)
     return [(r["metric"], r["value"][1]) for r in res["result"]]
 
 
@@ -130,11 +132,13 @@ def _target_count(url: str, end_s: int, **options) -> int:
 
 @pytest.mark.parametrize("max_samples", [20_000_000, 100, 7])
 def test_the_target_counts_the_samples_of_its_range_once_in_any_slicing(with_2016_block, max_samples):
-    """Samples every 10 s fall on the slices' edges (900 s apart for 4 slices): each counted
-    once; the range's end is exclusive, so the last sample (at +3590 s) is left out here."""
+    """host_0's samples fall on the slices' edges (900 s apart for 4 slices) and host_1's 1 ms
+    before them: each counted once, host_1's first (before the start) not at all (a window
+    closed at both ends and d = b - a would count it and those 1 ms before each edge). The
+    range's end is exclusive: ending it at host_0's last sample leaves that one out."""
     url = with_2016_block.url
-    assert _target_count(url, T2016_S + 3600, max_samples_per_query=max_samples) == SAMPLES
-    assert _target_count(url, T2016_S + 10 * (SAMPLES - 1), max_samples_per_query=max_samples) == SAMPLES - 1
+    assert _target_count(url, T2016_S + 3600, max_samples_per_query=max_samples) == 2 * SAMPLES - 1
+    assert _target_count(url, T2016_S + 10 * (SAMPLES - 1), max_samples_per_query=max_samples) == 2 * SAMPLES - 2
 
 
 CHILD = """
