@@ -71,7 +71,7 @@ class PrometheusServer(Server):
                 f"--storage.tsdb.path={datadir}",
                 f"--storage.tsdb.retention.time={RETENTION}",
                 "--web.enable-remote-write-receiver",
-                "--web.enable-admin-api",        # snapshot and clean_tombstones for the untimed compaction
+                "--web.enable-admin-api",        # delete_series and clean_tombstones, for create's drop (next step)
                 "--log.level=warn"]
 
     def ready(self, ports: dict[str, int]) -> bool:
