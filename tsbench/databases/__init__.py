@@ -32,6 +32,7 @@ PACKAGES = (
     "questdb",
     "clickhouse",
     "iotdb",
+    "prometheus",
 )
 
 TARGET_GROUP = "tsbench.targets"

@@ -63,3 +63,26 @@ def go_build(package: str, version: str, dest: pathlib.Path, what: str, log: pat
             raise ServerError(f"{what}: the Go build made no {name} binary (log: {log})")
         os.replace(built, dest)
     return dest
+
+
+def apt_extract(package: str, dest: pathlib.Path, what: str, log: pathlib.Path) -> str:
+    """Fetch one Debian package with `apt-get download` and unpack it (`dpkg-deb -x`) into
+    the directory dest, not into the system: no service is installed or started, and no
+    root is needed when apt's lists already know the package. dest appears only once
+    whole; returns the package's Debian version."""
+    if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
+        raise ServerError(f"{what}: apt-get and dpkg-deb are needed to fetch Debian's {package}")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    say(f"fetching Debian's {package} with apt-get download into {dest} (log: {log})")
+    with tempfile.TemporaryDirectory(prefix=f"{package}-deb-", dir=dest.parent) as tmp:
+        run_logged(["apt-get", "download", package], f"{what}: apt-get download {package}", log, cwd=tmp)
+        debs = sorted(pathlib.Path(tmp).glob(f"{package}_*.deb"))
+        if len(debs) != 1:
+            raise ServerError(f"{what}: apt-get download left no single {package} .deb (log: {log})")
+        tree = pathlib.Path(tmp) / "tree"
+        run_logged(["dpkg-deb", "-x", str(debs[0]), str(tree)], f"{what}: dpkg-deb -x", log)
+        p = subprocess.run(["dpkg-deb", "-f", str(debs[0]), "Version"], capture_output=True, text=True, check=False)
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(tree, dest)
+    return p.stdout.strip()

@@ -1,0 +1,169 @@
+"""The local Prometheus server (tsbench/databases/prometheus/server.py): Debian's 2.42
+unpacked into tsbench's home, one for the module. It answers /-/ready and its build info,
+listens on 127.0.0.1 only with the remote-write receiver on and no scrape job, takes its
+out-of-order window from the config file, reads a 2016 block from the TSDB under the
+instance dir across a restart, and leaves no process when the command that started it
+gets SIGINT; the target's count (count_over_time in slices) counts each sample of
+its range once. Run with `pytest -m prometheus`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from tsbench.core.model import Column, Table, Tables
+from tsbench.databases.prometheus.server import PrometheusServer
+from tsbench.databases.prometheus.target import PrometheusTarget
+from tsbench.databases.shared.server import pid_alive
+
+from conftest import local_server
+
+T2016_S = 1451606400          # 2016-01-01T00:00:00Z
+SAMPLES = 360                 # one series, 10 s apart: an hour of 2016
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def _api(srv, path: str, **params) -> dict:
+    status, body = _get(f"{srv.url}/api/v1/{path}?{urllib.parse.urlencode(params)}")
+    assert status == 200, body
+    return json.loads(body)["data"]
+
+
+@pytest.fixture(scope="module")
+def server():
+    with local_server("prometheus") as srv:
+        yield srv
+
+
+def test_ready_and_its_build_info_is_debian_2_42(server):
+    assert _get(server.url + "/-/ready")[0] == 200
+    assert server.state.version == "2.42.0" and server.url.startswith("http://127.0.0.1:")
+    info = _api(server, "status/buildinfo")
+    assert info["version"] == "2.42.0+ds", info
+
+
+def test_flags_and_config_are_tsbench_s(server):
+    flags = _api(server, "status/flags")
+    assert flags["web.listen-address"] == f"127.0.0.1:{server.state.ports['http']}"
+    assert flags["web.enable-remote-write-receiver"] == "true"
+    assert flags["storage.tsdb.path"] == str(server.datadir)
+    assert flags["storage.tsdb.retention.time"] == "100y"
+    config = _api(server, "status/config")["yaml"]
+    assert "out_of_order_time_window: 100y" in config and "scrape_configs" not in config, config
+    assert _api(server, "targets")["activeTargets"] == []
+
+
+def test_the_remote_write_receiver_is_on(server):
+    """A body that is no snappy block is refused as bad (400), not as an absent endpoint (404)."""
+    req = urllib.request.Request(server.url + "/api/v1/write", b"not snappy",
+                                 {"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf"})
+    try:
+        urllib.request.urlopen(req, timeout=30)
+        status = 204
+    except urllib.error.HTTPError as e:
+        status = e.code
+    assert status == 400
+
+
+def _backfill(srv: PrometheusServer) -> None:
+    """A 2016 block written into the stopped server's TSDB by Debian's promtool: host_0 every
+    10 s from the start, host_1 each 1 ms earlier (its first sample before the start)."""
+    lines = [f'cpu_usage_user{{hostname="host_0"}} {i} {T2016_S + 10 * i}' for i in range(SAMPLES)]
+    lines += [f'cpu_usage_user{{hostname="host_1"}} {i} {T2016_S + 10 * i - 1}.999' for i in range(SAMPLES)]
+    om = srv.dir / "backfill.om"
+    om.write_text("# TYPE cpu_usage_user gauge\n" + "\n".join(lines) + "\n# EOF\n")
+    promtool = srv.binary().with_name("promtool")
+    subprocess.run([str(promtool), "tsdb", "create-blocks-from", "openmetrics", str(om), str(srv.datadir)],
+                   check=True, capture_output=True, timeout=120)
+
+
+def _count_2016(srv) -> list:
+    res = _api(srv, "query", query='count_over_time(cpu_usage_user{hostname="host_0"}[2h])', time=T2016_S + 3600)
+    return [(r["metric"], r["value"][1]) for r in res["result"]]
+
+
+@pytest.fixture(scope="module")
+def with_2016_block(server):
+    server.stop()
+    _backfill(server)
+    server.start(fresh=False)
+    return server
+
+
+def test_a_2016_block_under_the_instance_dir_is_read_and_kept_across_a_restart(with_2016_block):
+    server = with_2016_block
+    assert _count_2016(server) == [({"hostname": "host_0"}, str(SAMPLES))]
+    old_pid = server.state.pid
+    server.restart()
+    assert server.state.pid != old_pid and not pid_alive(old_pid)
+    assert _count_2016(server) == [({"hostname": "host_0"}, str(SAMPLES))]
+
+
+CPU = Table("cpu", ("hostname",), (Column("usage_user", "float"),))
+
+
+def _target_count(url: str, end_s: int, **options) -> int:
+    async def run() -> int:
+        t = PrometheusTarget(url, options)
+        await t.open()
+        try:
+            return await t.count(Tables((CPU,), T2016_S * 10**9, end_s * 10**9, SAMPLES, SAMPLES))
+        finally:
+            await t.close()
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("max_samples", [20_000_000, 100, 7])
+def test_the_target_counts_the_samples_of_its_range_once_in_any_slicing(with_2016_block, max_samples):
+    """host_0's samples fall on the slices' edges (900 s apart for 4 slices) and host_1's 1 ms
+    before them: each counted once, host_1's first (before the start) not at all (a window
+    closed at both ends and d = b - a would count it and those 1 ms before each edge). The
+    range's end is exclusive: ending it at host_0's last sample leaves that one out."""
+    url = with_2016_block.url
+    assert _target_count(url, T2016_S + 3600, max_samples_per_query=max_samples) == 2 * SAMPLES - 1
+    assert _target_count(url, T2016_S + 10 * (SAMPLES - 1), max_samples_per_query=max_samples) == 2 * SAMPLES - 2
+
+
+CHILD = """
+import os, sys, time
+sys.path.insert(0, {tests!r})
+from conftest import local_server
+with local_server("prometheus") as srv:
+    print(srv.state.pid, flush=True)
+    time.sleep(300)
+"""
+
+
+def test_sigint_to_the_command_that_started_it_leaves_no_process():
+    tests = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    p = subprocess.Popen([sys.executable, "-c", CHILD.format(tests=tests)], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(p.stdout.readline())
+        assert pid_alive(pid)
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=60)
+        deadline = time.monotonic() + 10
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not pid_alive(pid)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
