@@ -104,21 +104,23 @@ typedef struct {
     const char *buf;
     uint64_t h_mask;
     uint64_t *table;       /* series id + 1, 0: empty */
-    uint64_t *s_point, *s_field, *s_head, *s_tail, *s_hash;
+    uint64_t *t_table;     /* tag set id + 1, 0: empty */
+    uint64_t *s_point, *s_field, *s_head, *s_tail, *s_hash, *s_tagset;   /* per series */
+    uint64_t *t_point, *t_hash;    /* per tag set (measurement and tags): its first point */
+    uint64_t *t_series0, *t_nf;    /* per tag set: the series of its first point's first field, its fields */
     uint64_t *next;        /* per field entry: the next entry of its series, NIL: none */
     uint64_t *point_of;    /* per field entry: its point */
-    uint64_t n_series;
+    uint64_t n_series, n_tagsets;
 } rw_ctx;
 
-static int same_series(const rw_ctx *c, uint64_t p, uint64_t f, uint64_t q, uint64_t g)
+/* points p and q have the same measurement and tags (in the same order) */
+static int same_tagset(const rw_ctx *c, uint64_t p, uint64_t q)
 {
     const ts_lp_scan *s = c->s;
     uint64_t tp = p ? s->tag_end[p - 1] : 0, tq = q ? s->tag_end[q - 1] : 0;
-    if (s->meas_len[p] != s->meas_len[q] || s->field_klen[f] != s->field_klen[g]
-        || s->tag_end[p] - tp != s->tag_end[q] - tq)
+    if (s->meas_len[p] != s->meas_len[q] || s->tag_end[p] - tp != s->tag_end[q] - tq)
         return 0;
-    if (memcmp(c->buf + s->meas_off[p], c->buf + s->meas_off[q], s->meas_len[p]) != 0
-        || memcmp(c->buf + s->field_off[f], c->buf + s->field_off[g], s->field_klen[f]) != 0)
+    if (memcmp(c->buf + s->meas_off[p], c->buf + s->meas_off[q], s->meas_len[p]) != 0)
         return 0;
     for (uint64_t i = 0; i < s->tag_end[p] - tp; i++)
         if (s->tag_key[tp + i] != s->tag_key[tq + i] || s->tag_val[tp + i] != s->tag_val[tq + i])
@@ -126,25 +128,59 @@ static int same_series(const rw_ctx *c, uint64_t p, uint64_t f, uint64_t q, uint
     return 1;
 }
 
-/* field entry f of point p joins its series (a new one in first-seen order when none) */
-static void add_entry(rw_ctx *c, uint64_t p, uint64_t f)
+/* point p's tag set id (a new one in first-seen order when none) */
+static uint64_t tagset_of(rw_ctx *c, uint64_t p)
 {
-    uint64_t h = mix64(c->s->series[p] ^ mix64(c->s->field_key[f] + 0x9e3779b97f4a7c15ULL));
+    uint64_t h = mix64(c->s->series[p]);
+    for (uint64_t slot = h & c->h_mask;; slot = (slot + 1) & c->h_mask) {
+        uint64_t id = c->t_table[slot];
+        if (id == 0) {
+            id = c->n_tagsets++;
+            c->t_table[slot] = id + 1;
+            c->t_point[id] = p, c->t_hash[id] = h;
+            c->t_series0[id] = c->n_series, c->t_nf[id] = c->s->field_end[p] - (p ? c->s->field_end[p - 1] : 0);
+            return id;
+        }
+        if (c->t_hash[id - 1] == h && same_tagset(c, c->t_point[id - 1], p))
+            return id - 1;
+    }
+}
+
+static inline int same_key(const rw_ctx *c, uint64_t f, uint64_t g)
+{
+    const ts_lp_scan *s = c->s;
+    return s->field_klen[g] == s->field_klen[f]
+           && memcmp(c->buf + s->field_off[g], c->buf + s->field_off[f], s->field_klen[f]) == 0;
+}
+
+/* field entry f, the j-th of point p (tag set ts), joins its series (a new one in first-seen
+ * order when none). A point's fields usually come as in its tag set's first point, whose series
+ * are consecutive: that series is tried before the hash table */
+static void add_entry(rw_ctx *c, uint64_t p, uint64_t ts, uint64_t j, uint64_t f)
+{
+    const ts_lp_scan *s = c->s;
+    uint64_t guess = c->t_series0[ts] + j;
+    if (j < c->t_nf[ts] && guess < c->n_series && c->s_tagset[guess] == ts && same_key(c, f, c->s_field[guess])) {
+        c->next[f] = NIL;
+        c->next[c->s_tail[guess]] = f;
+        c->s_tail[guess] = f;
+        return;
+    }
+    uint64_t h = mix64(ts * 0x9e3779b97f4a7c15ULL ^ s->field_key[f]);
+    c->next[f] = NIL;
     for (uint64_t slot = h & c->h_mask;; slot = (slot + 1) & c->h_mask) {
         uint64_t id = c->table[slot];
         if (id == 0) {
             id = c->n_series++;
             c->table[slot] = id + 1;
-            c->s_point[id] = p, c->s_field[id] = f, c->s_hash[id] = h;
+            c->s_point[id] = p, c->s_field[id] = f, c->s_hash[id] = h, c->s_tagset[id] = ts;
             c->s_head[id] = c->s_tail[id] = f;
-            c->next[f] = NIL;
             return;
         }
         id--;
-        if (c->s_hash[id] == h && same_series(c, c->s_point[id], c->s_field[id], p, f)) {
+        if (c->s_hash[id] == h && c->s_tagset[id] == ts && same_key(c, f, c->s_field[id])) {
             c->next[c->s_tail[id]] = f;
             c->s_tail[id] = f;
-            c->next[f] = NIL;
             return;
         }
     }
@@ -211,16 +247,44 @@ static uint64_t label_len(uint32_t nl, uint32_t vl)
     return 1 + varint_len(nl) + nl + 1 + varint_len(vl) + vl;
 }
 
-/* the bytes of series id's TimeSeries message (inside) */
-static uint64_t series_len(const rw_ctx *c, uint64_t id, const label_src *l, uint32_t nl, uint32_t name_vlen)
+/* a tag set's labels (all but __name__) as they go on the wire, kept while its series follow
+ * each other (a point's fields make consecutive series): the bytes before __name__'s place and
+ * after it, and where the last series wrote them (NULL: not written yet) */
+typedef struct {
+    uint64_t tagset;       /* NIL: none */
+    label_src l[MAX_LABELS];
+    uint32_t nl, name_at;  /* labels; the index of __name__ among them */
+    uint64_t pre_len, post_len;
+    const char *pre, *post;
+} tag_labels;
+
+static uint64_t tag_label_len(const label_src *l)
 {
-    uint64_t len = 0;
-    for (uint32_t i = 0; i < nl; i++) {
-        uint32_t n = l[i].is_name ? 8 : decode(l[i].n, l[i].n + l[i].nlen, N_LABEL, 1, NULL);
-        uint32_t v = l[i].is_name ? name_vlen : decode(l[i].v, l[i].v + l[i].vlen, N_RAW, 0, NULL);
-        uint64_t ll = label_len(n, v);
-        len += 1 + varint_len(ll) + ll;
-    }
+    uint64_t ll = label_len(decode(l->n, l->n + l->nlen, N_LABEL, 1, NULL), decode(l->v, l->v + l->vlen, N_RAW, 0, NULL));
+    return 1 + varint_len(ll) + ll;
+}
+
+/* t holds series id's tag set's labels (sorted, measured) */
+static int32_t tags_for(const rw_ctx *c, uint64_t id, tag_labels *t)
+{
+    if (t->tagset == c->s_tagset[id])
+        return TS_OK;
+    if (series_labels(c, id, t->l, &t->nl) != TS_OK)
+        return TS_ERR_ARG;
+    t->tagset = c->s_tagset[id];
+    t->pre_len = t->post_len = 0;
+    t->pre = t->post = NULL;
+    for (t->name_at = 0; !t->l[t->name_at].is_name; t->name_at++)
+        t->pre_len += tag_label_len(&t->l[t->name_at]);
+    for (uint32_t i = t->name_at + 1; i < t->nl; i++)
+        t->post_len += tag_label_len(&t->l[i]);
+    return TS_OK;
+}
+
+/* the bytes of series id's TimeSeries message (inside) */
+static uint64_t series_len(const rw_ctx *c, uint64_t id, const tag_labels *t, uint32_t name_vlen)
+{
+    uint64_t nl = label_len(8, name_vlen), len = t->pre_len + 1 + varint_len(nl) + nl + t->post_len;
     for (uint64_t f = c->s_head[id]; f != NIL; f = c->next[f]) {
         uint64_t sl = 10 + varint_len((uint64_t)ms_floor(c->s->time[c->point_of[f]]));
         len += 1 + varint_len(sl) + sl;
@@ -241,15 +305,10 @@ static char *put_label(char *o, const char *n, uint32_t nl, uint32_t vl)
     return put_varint(o, vl);
 }
 
-/* series id's TimeSeries message (inside) at o */
-static char *put_series(const rw_ctx *c, uint64_t id, const label_src *l, uint32_t nl, uint32_t name_vlen,
-                        char *o)
+/* labels [from, to) of t at o, unescaped */
+static char *put_tags(const label_src *l, uint32_t from, uint32_t to, char *o)
 {
-    for (uint32_t i = 0; i < nl; i++) {
-        if (l[i].is_name) {
-            o = put_name_value(c, id, put_label(o, "__name__", 8, name_vlen));
-            continue;
-        }
+    for (uint32_t i = from; i < to; i++) {
         uint32_t n = decode(l[i].n, l[i].n + l[i].nlen, N_LABEL, 1, NULL);
         uint32_t v = decode(l[i].v, l[i].v + l[i].vlen, N_RAW, 0, NULL);
         uint64_t ll = label_len(n, v);
@@ -262,6 +321,28 @@ static char *put_series(const rw_ctx *c, uint64_t id, const label_src *l, uint32
         o = put_varint(o, v);
         o += decode(l[i].v, l[i].v + l[i].vlen, N_RAW, 0, o);
     }
+    return o;
+}
+
+/* the tag labels before (post 0) or after (1) __name__: copied when written before */
+static char *put_part(tag_labels *t, int post, char *o)
+{
+    const char **at = post ? &t->post : &t->pre;
+    uint64_t len = post ? t->post_len : t->pre_len;
+    if (*at) {
+        memcpy(o, *at, len);
+        return o + len;
+    }
+    *at = o;
+    return post ? put_tags(t->l, t->name_at + 1, t->nl, o) : put_tags(t->l, 0, t->name_at, o);
+}
+
+/* series id's TimeSeries message (inside) at o */
+static char *put_series(const rw_ctx *c, uint64_t id, tag_labels *t, uint32_t name_vlen, char *o)
+{
+    o = put_part(t, 0, o);
+    o = put_name_value(c, id, put_label(o, "__name__", 8, name_vlen));
+    o = put_part(t, 1, o);
     for (uint64_t f = c->s_head[id]; f != NIL; f = c->next[f]) {
         uint64_t ms = (uint64_t)ms_floor(c->s->time[c->point_of[f]]);
         double d = value_of(c->s, f);
@@ -283,21 +364,23 @@ uint64_t ts_rw_scratch(uint64_t n_fields)
     uint64_t h = 16;
     while (h < 2 * n_fields)
         h <<= 1;
-    return h + 7 * n_fields;
+    return 2 * h + 12 * n_fields;
 }
 
 /* group the scan's field entries by series (string fields left out) */
 static void group(rw_ctx *c, ts_rw_out *res)
 {
     const ts_lp_scan *s = c->s;
-    for (uint64_t p = 0, f = 0; p < s->points; p++)
+    for (uint64_t p = 0, f = 0; p < s->points; p++) {
+        uint64_t ts = tagset_of(c, p), first = f;
         for (; f < s->field_end[p]; f++) {
             c->point_of[f] = p;
             if (s->field_type[f] == TS_LP_STRING)
                 res->skipped++;
             else
-                add_entry(c, p, f);
+                add_entry(c, p, ts, f - first, f);
         }
+    }
 }
 
 int32_t ts_rw_encode(const ts_lp_scan *s, const char *buf, char *out, uint64_t cap,
@@ -306,32 +389,33 @@ int32_t ts_rw_encode(const ts_lp_scan *s, const char *buf, char *out, uint64_t c
     uint64_t n = s ? s->fields : 0;
     if (!s || !buf || !res || !scratch || scratch_cap < ts_rw_scratch(n) || (cap && !out))
         return TS_ERR_ARG;
-    uint64_t h = ts_rw_scratch(n) - 7 * n;
-    rw_ctx c = {s, buf, h - 1, scratch, scratch + h, scratch + h + n, scratch + h + 2 * n,
-                scratch + h + 3 * n, scratch + h + 4 * n, scratch + h + 5 * n, scratch + h + 6 * n, 0};
-    memset(scratch, 0, h * sizeof *scratch);
+    uint64_t h = (ts_rw_scratch(n) - 12 * n) / 2, *a = scratch + 2 * h;
+    rw_ctx c = {s, buf, h - 1, scratch, scratch + h, a, a + n, a + 2 * n, a + 3 * n, a + 4 * n, a + 5 * n,
+                a + 6 * n, a + 7 * n, a + 8 * n, a + 9 * n, a + 10 * n, a + 11 * n, 0, 0};
+    memset(scratch, 0, 2 * h * sizeof *scratch);
     memset(res, 0, sizeof *res);
     group(&c, res);
-    label_src l[MAX_LABELS];
+    static const tag_labels none = {.tagset = NIL};
+    tag_labels t = none;
     uint64_t used = 0;
     for (uint64_t id = 0; id < c.n_series; id++) {
-        uint32_t nl;
-        if (series_labels(&c, id, l, &nl) != TS_OK)
+        if (tags_for(&c, id, &t) != TS_OK)
             return TS_ERR_ARG;
         uint32_t name_vlen = name_value_len(&c, id);
-        uint64_t len = series_len(&c, id, l, nl, name_vlen);
+        uint64_t len = series_len(&c, id, &t, name_vlen);
         uint64_t whole = 1 + varint_len(len) + len;
         if (used + whole <= cap) {
             char *o = out + used;
             *o++ = 0x0a;
             o = put_varint(o, len);
-            put_series(&c, id, l, nl, name_vlen, o);
+            put_series(&c, id, &t, name_vlen, o);
+        } else {
+            t.pre = t.post = NULL;             /* nothing written from here on to copy */
         }
         used += whole;
-        for (uint64_t f = c.s_head[id]; f != NIL; f = c.next[f])
-            res->samples++;
     }
     res->used = used;
     res->series = c.n_series;
+    res->samples = n - res->skipped;
     return used <= cap ? TS_OK : TS_ERR_SPACE;
 }
