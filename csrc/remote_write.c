@@ -105,11 +105,12 @@ typedef struct {
     uint64_t h_mask;
     uint64_t *table;       /* series id + 1, 0: empty */
     uint64_t *t_table;     /* tag set id + 1, 0: empty */
-    uint64_t *s_point, *s_field, *s_head, *s_tail, *s_hash, *s_tagset;   /* per series */
+    uint64_t *s_point, *s_field, *s_hash, *s_tagset;   /* per series: its first value, key hash, tag set */
+    uint64_t *s_start, *s_end, *s_bytes;  /* per series: its samples in ms/bits, their bytes on the wire */
     uint64_t *t_point, *t_hash;    /* per tag set (measurement and tags): its first point */
     uint64_t *t_series0, *t_nf;    /* per tag set: the series of its first point's first field, its fields */
-    uint64_t *next;        /* per field entry: the next entry of its series, NIL: none */
-    uint64_t *point_of;    /* per field entry: its point */
+    uint64_t *series_of;   /* per field entry: its series, NIL: none (a string) */
+    uint64_t *ms, *bits;   /* the samples, series after series (a counting sort of the entries) */
     uint64_t n_series, n_tagsets;
 } rw_ctx;
 
@@ -156,33 +157,24 @@ static inline int same_key(const rw_ctx *c, uint64_t f, uint64_t g)
 /* field entry f, the j-th of point p (tag set ts), joins its series (a new one in first-seen
  * order when none). A point's fields usually come as in its tag set's first point, whose series
  * are consecutive: that series is tried before the hash table */
-static void add_entry(rw_ctx *c, uint64_t p, uint64_t ts, uint64_t j, uint64_t f)
+static uint64_t add_entry(rw_ctx *c, uint64_t p, uint64_t ts, uint64_t j, uint64_t f)
 {
     const ts_lp_scan *s = c->s;
     uint64_t guess = c->t_series0[ts] + j;
-    if (j < c->t_nf[ts] && guess < c->n_series && c->s_tagset[guess] == ts && same_key(c, f, c->s_field[guess])) {
-        c->next[f] = NIL;
-        c->next[c->s_tail[guess]] = f;
-        c->s_tail[guess] = f;
-        return;
-    }
+    if (j < c->t_nf[ts] && guess < c->n_series && c->s_tagset[guess] == ts && same_key(c, f, c->s_field[guess]))
+        return guess;
     uint64_t h = mix64(ts * 0x9e3779b97f4a7c15ULL ^ s->field_key[f]);
-    c->next[f] = NIL;
     for (uint64_t slot = h & c->h_mask;; slot = (slot + 1) & c->h_mask) {
         uint64_t id = c->table[slot];
         if (id == 0) {
             id = c->n_series++;
             c->table[slot] = id + 1;
             c->s_point[id] = p, c->s_field[id] = f, c->s_hash[id] = h, c->s_tagset[id] = ts;
-            c->s_head[id] = c->s_tail[id] = f;
-            return;
+            c->s_end[id] = c->s_bytes[id] = 0;
+            return id;
         }
-        id--;
-        if (c->s_hash[id] == h && c->s_tagset[id] == ts && same_key(c, f, c->s_field[id])) {
-            c->next[c->s_tail[id]] = f;
-            c->s_tail[id] = f;
-            return;
-        }
+        if (c->s_hash[id - 1] == h && c->s_tagset[id - 1] == ts && same_key(c, f, c->s_field[id - 1]))
+            return id - 1;
     }
 }
 
@@ -285,11 +277,7 @@ static int32_t tags_for(const rw_ctx *c, uint64_t id, tag_labels *t)
 static uint64_t series_len(const rw_ctx *c, uint64_t id, const tag_labels *t, uint32_t name_vlen)
 {
     uint64_t nl = label_len(8, name_vlen), len = t->pre_len + 1 + varint_len(nl) + nl + t->post_len;
-    for (uint64_t f = c->s_head[id]; f != NIL; f = c->next[f]) {
-        uint64_t sl = 10 + varint_len((uint64_t)ms_floor(c->s->time[c->point_of[f]]));
-        len += 1 + varint_len(sl) + sl;
-    }
-    return len;
+    return len + c->s_bytes[id];
 }
 
 static char *put_label(char *o, const char *n, uint32_t nl, uint32_t vl)
@@ -343,11 +331,8 @@ static char *put_series(const rw_ctx *c, uint64_t id, tag_labels *t, uint32_t na
     o = put_part(t, 0, o);
     o = put_name_value(c, id, put_label(o, "__name__", 8, name_vlen));
     o = put_part(t, 1, o);
-    for (uint64_t f = c->s_head[id]; f != NIL; f = c->next[f]) {
-        uint64_t ms = (uint64_t)ms_floor(c->s->time[c->point_of[f]]);
-        double d = value_of(c->s, f);
-        uint64_t bits;
-        memcpy(&bits, &d, 8);
+    for (uint64_t k = c->s_start[id]; k < c->s_end[id]; k++) {
+        uint64_t ms = c->ms[k], bits = c->bits[k];
         *o++ = 0x12;
         o = put_varint(o, 10 + varint_len(ms));
         *o++ = 0x09;
@@ -364,21 +349,50 @@ uint64_t ts_rw_scratch(uint64_t n_fields)
     uint64_t h = 16;
     while (h < 2 * n_fields)
         h <<= 1;
-    return 2 * h + 12 * n_fields;
+    return 2 * h + 14 * n_fields;
 }
 
-/* group the scan's field entries by series (string fields left out) */
+/* the scan's field entries' series (string fields left out), counted in s_end */
 static void group(rw_ctx *c, ts_rw_out *res)
 {
     const ts_lp_scan *s = c->s;
     for (uint64_t p = 0, f = 0; p < s->points; p++) {
         uint64_t ts = tagset_of(c, p), first = f;
         for (; f < s->field_end[p]; f++) {
-            c->point_of[f] = p;
-            if (s->field_type[f] == TS_LP_STRING)
+            if (s->field_type[f] == TS_LP_STRING) {
+                c->series_of[f] = NIL;
                 res->skipped++;
-            else
-                add_entry(c, p, ts, f - first, f);
+                continue;
+            }
+            uint64_t id = add_entry(c, p, ts, f - first, f);
+            c->series_of[f] = id;
+            c->s_end[id]++;
+        }
+    }
+}
+
+/* the samples into ms and bits, series after series, in file order within a series (a counting
+ * sort: reads and writes in order, where a walk of each series' entries would jump) */
+static void sort_samples(rw_ctx *c)
+{
+    const ts_lp_scan *s = c->s;
+    uint64_t at = 0;
+    for (uint64_t id = 0; id < c->n_series; id++) {
+        c->s_start[id] = at;
+        at += c->s_end[id];
+        c->s_end[id] = c->s_start[id];             /* the cursor, the end once done */
+    }
+    for (uint64_t p = 0, f = 0; p < s->points; p++) {
+        uint64_t ms = (uint64_t)ms_floor(s->time[p]), sl = 10 + varint_len(ms);
+        for (; f < s->field_end[p]; f++) {
+            uint64_t id = c->series_of[f];
+            if (id == NIL)
+                continue;
+            double d = value_of(s, f);
+            uint64_t k = c->s_end[id]++;
+            c->ms[k] = ms;
+            memcpy(&c->bits[k], &d, 8);
+            c->s_bytes[id] += 1 + varint_len(sl) + sl;
         }
     }
 }
@@ -389,12 +403,13 @@ int32_t ts_rw_encode(const ts_lp_scan *s, const char *buf, char *out, uint64_t c
     uint64_t n = s ? s->fields : 0;
     if (!s || !buf || !res || !scratch || scratch_cap < ts_rw_scratch(n) || (cap && !out))
         return TS_ERR_ARG;
-    uint64_t h = (ts_rw_scratch(n) - 12 * n) / 2, *a = scratch + 2 * h;
+    uint64_t h = (ts_rw_scratch(n) - 14 * n) / 2, *a = scratch + 2 * h;
     rw_ctx c = {s, buf, h - 1, scratch, scratch + h, a, a + n, a + 2 * n, a + 3 * n, a + 4 * n, a + 5 * n,
-                a + 6 * n, a + 7 * n, a + 8 * n, a + 9 * n, a + 10 * n, a + 11 * n, 0, 0};
+                a + 6 * n, a + 7 * n, a + 8 * n, a + 9 * n, a + 10 * n, a + 11 * n, a + 12 * n, a + 13 * n, 0, 0};
     memset(scratch, 0, 2 * h * sizeof *scratch);
     memset(res, 0, sizeof *res);
     group(&c, res);
+    sort_samples(&c);
     static const tag_labels none = {.tagset = NIL};
     tag_labels t = none;
     uint64_t used = 0;
