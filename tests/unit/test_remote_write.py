@@ -6,7 +6,12 @@ from __future__ import annotations
 import hashlib
 import struct
 
+import cramjam
+import pytest
+
+from tsbench.core.errors import UserError
 from tsbench.data import native
+from tsbench.databases.shared.remote_write import HEADERS, RemoteWriteBody
 
 from conftest import run_cli
 
@@ -115,3 +120,14 @@ def test_devops_batch_against_its_lines(tmp_path):
     got = {tuple(labels): samples for labels, samples in decode(bytes(r.body))}
     assert got == want
     assert (r.series, r.samples) == (len(want), values)
+
+
+def test_a_line_that_is_not_line_protocol_is_a_user_error():
+    with pytest.raises(UserError, match="remote-write: line 2 of a batch is not line protocol: no field set"):
+        native.RemoteWriteEncoder().encode(b"cpu,host=a usage=1 1\ncpu,host=a\n")
+
+
+def test_snappy_body_inflates_to_the_write_request():
+    want = bytes(native.RemoteWriteEncoder().encode(LINES).body)
+    assert bytes(cramjam.snappy.decompress_raw(RemoteWriteBody().body(LINES))) == want
+    assert HEADERS["Content-Encoding"] == "snappy" and HEADERS["X-Prometheus-Remote-Write-Version"] == "0.1.0"
