@@ -6,7 +6,9 @@
  * named __name__ = measurement_field, the tags as labels, labels sorted by name; characters a
  * name may not hold become '_' (metric names [a-zA-Z_:][a-zA-Z0-9_:]*, label names
  * [a-zA-Z_][a-zA-Z0-9_]*); values as doubles (integers converted, booleans 0/1), times in ms
- * (floor); string fields have no sample (counted). The messages:
+ * (floor); string fields have no sample (counted). Fields are written as proto3 writes them (a
+ * value 0 or a time 0 left out), so a protobuf library's encoding of the same message is the
+ * same bytes. The messages:
  *   WriteRequest { repeated TimeSeries timeseries = 1; }
  *   TimeSeries { repeated Label labels = 1; repeated Sample samples = 2; }
  *   Label { string name = 1; string value = 2; }   Sample { double value = 1; int64 timestamp = 2; } */
@@ -234,6 +236,12 @@ static double value_of(const ts_lp_scan *s, uint64_t f)
     }
 }
 
+/* a Sample's bytes: as proto3 writes it, a field of value 0 (the bits of +0.0, time 0) left out */
+static inline uint64_t sample_len(uint64_t ms, uint64_t bits)
+{
+    return (bits ? 9 : 0) + (ms ? 1 + varint_len(ms) : 0);
+}
+
 static uint64_t label_len(uint32_t nl, uint32_t vl)
 {
     return 1 + varint_len(nl) + nl + 1 + varint_len(vl) + vl;
@@ -334,12 +342,16 @@ static char *put_series(const rw_ctx *c, uint64_t id, tag_labels *t, uint32_t na
     for (uint64_t k = c->s_start[id]; k < c->s_end[id]; k++) {
         uint64_t ms = c->ms[k], bits = c->bits[k];
         *o++ = 0x12;
-        o = put_varint(o, 10 + varint_len(ms));
-        *o++ = 0x09;
-        for (int b = 0; b < 8; b++)
-            *o++ = (char)(bits >> (8 * b));          /* fixed64, little-endian */
-        *o++ = 0x10;
-        o = put_varint(o, ms);
+        o = put_varint(o, sample_len(ms, bits));
+        if (bits) {
+            *o++ = 0x09;
+            for (int b = 0; b < 8; b++)
+                *o++ = (char)(bits >> (8 * b));      /* fixed64, little-endian */
+        }
+        if (ms) {
+            *o++ = 0x10;
+            o = put_varint(o, ms);
+        }
     }
     return o;
 }
@@ -383,7 +395,7 @@ static void sort_samples(rw_ctx *c)
         c->s_end[id] = c->s_start[id];             /* the cursor, the end once done */
     }
     for (uint64_t p = 0, f = 0; p < s->points; p++) {
-        uint64_t ms = (uint64_t)ms_floor(s->time[p]), sl = 10 + varint_len(ms);
+        uint64_t ms = (uint64_t)ms_floor(s->time[p]);
         for (; f < s->field_end[p]; f++) {
             uint64_t id = c->series_of[f];
             if (id == NIL)
@@ -392,6 +404,7 @@ static void sort_samples(rw_ctx *c)
             uint64_t k = c->s_end[id]++;
             c->ms[k] = ms;
             memcpy(&c->bits[k], &d, 8);
+            uint64_t sl = sample_len(ms, c->bits[k]);
             c->s_bytes[id] += 1 + varint_len(sl) + sl;
         }
     }

@@ -513,7 +513,8 @@ uint64_t ts_rw_scratch(uint64_t n_fields);
  * (uncompressed protobuf) in out: one TimeSeries per (measurement, field, tag set), in the
  * order of their first value, labels __name__ = measurement_field and the tags (unescaped;
  * a byte a name may not hold becomes '_'), sorted by name; samples in file order, values as
- * doubles (integers converted, booleans 0/1), times in ms (floor); string values left out.
+ * doubles (integers converted, booleans 0/1), times in ms (floor); string values left out;
+ * fields as proto3 writes them (a value +0.0 or a time 0 left out: a library's bytes of it).
  * Returns TS_OK, TS_ERR_SPACE (out->used: the bytes needed; call again with that room) or
  * TS_ERR_ARG (scratch_cap < ts_rw_scratch(s->fields), a point of more than 255 tags). */
 int32_t ts_rw_encode(const ts_lp_scan *s, const char *buf, char *out, uint64_t cap,

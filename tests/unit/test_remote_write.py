@@ -60,7 +60,7 @@ def decode(body: bytes) -> list[tuple[list[tuple[str, str]], list[tuple[float, i
                 labels.append((f[1].decode(), f[2].decode()))
             else:
                 assert n == 2
-                samples.append((f[1], f[2]))
+                samples.append((f.get(1, 0.0), f.get(2, 0)))     # proto3: a field of value 0 is left out
         series.append((labels, samples))
     return series
 
@@ -87,6 +87,14 @@ def test_labels_values_and_times():
     ]
     assert [n for n, _ in got[0][0]] == ["Abc", "__name__", "host", "zone"]   # bytes order: 'A' < '_' < 'h'
     assert (r.series, r.samples, r.skipped) == (5, 6, 1)
+
+
+def test_zeros_left_out_as_proto3_does():
+    body = bytes(native.RemoteWriteEncoder().encode(b"m a=0,b=-0.0,c=0i 0\nm a=1 1000000\n").body)
+    series = decode(body)
+    assert [s for _, s in series] == [[(0.0, 0), (1.0, 1)], [(-0.0, 0)], [(0.0, 0)]]
+    assert str(series[1][1][0][0]) == "-0.0"                  # -0.0's bits are not 0: written
+    assert body.count(b"\x12\x00") == 2                      # a+0 and c=0i at time 0: empty samples
 
 
 def test_golden_bytes():
