@@ -495,6 +495,30 @@ int32_t ts_lp_scan_lines(ts_lp_scan *s, const char *buf, uint64_t len);
  * TS_OK or TS_ERR_ARG */
 int32_t ts_lp_prev_times(const int64_t *ids, const int64_t *time, uint64_t n, int64_t *last,
                          uint64_t n_series, int64_t *prev);
+
+/* ---- Prometheus remote-write bodies (phase 2: load) ----------------------------------- */
+
+/* what ts_rw_encode wrote */
+typedef struct {
+    uint64_t used;         /* bytes of the WriteRequest (on TS_ERR_SPACE: the bytes it needs) */
+    uint64_t series;       /* TimeSeries messages */
+    uint64_t samples;      /* samples: the scan's field values but its strings */
+    uint64_t skipped;      /* string field values (no sample) */
+} ts_rw_out;
+
+/* the uint64_t scratch entries ts_rw_encode needs for a scan of n_fields field values */
+uint64_t ts_rw_scratch(uint64_t n_fields);
+
+/* the points of s (a ts_lp_scan_lines of buf) as one Prometheus remote-write 1.0 WriteRequest
+ * (uncompressed protobuf) in out: one TimeSeries per (measurement, field, tag set), in the
+ * order of their first value, labels __name__ = measurement_field and the tags (unescaped;
+ * a byte a name may not hold becomes '_'), sorted by name; samples in file order, values as
+ * doubles (integers converted, booleans 0/1), times in ms (floor); string values left out;
+ * fields as proto3 writes them (a value +0.0 or a time 0 left out: a library's bytes of it).
+ * Returns TS_OK, TS_ERR_SPACE (out->used: the bytes needed; call again with that room) or
+ * TS_ERR_ARG (scratch_cap < ts_rw_scratch(s->fields), a point of more than 255 tags). */
+int32_t ts_rw_encode(const ts_lp_scan *s, const char *buf, char *out, uint64_t cap,
+                     uint64_t *scratch, uint64_t scratch_cap, ts_rw_out *res);
 /* CDEF END */
 
 #endif

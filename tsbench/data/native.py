@@ -634,3 +634,60 @@ def lp_prev_times(ids: np.ndarray, times: np.ndarray, last: np.ndarray) -> np.nd
                               ffi.cast("int64_t *", prev.ctypes.data))
     _check(rc, "lp_prev_times")
     return prev
+
+
+# ---- Prometheus remote-write bodies (ts_rw_encode) ------------------------------------------
+
+@dataclass
+class RemoteWrite:
+    """One batch as a WriteRequest: the protobuf (a view into the encoder's buffer, valid until
+    its next call) and what it holds."""
+
+    body: memoryview
+    series: int
+    samples: int
+    skipped: int      # string values: no sample
+
+
+class RemoteWriteEncoder:
+    """Line protocol batches into remote-write WriteRequests (uncompressed), two C calls a batch:
+    the scan (ts_lp_scan_lines) and the encoding (ts_rw_encode). Arrays grow as batches need."""
+
+    def __init__(self, points: int = 1024, fields: int = 8192, out_bytes: int = 1 << 16):
+        import numpy as np
+        self._np = np
+        self._scanner = LpScanner(points, 8 * points, fields, max_errors=1)
+        self._scratch = np.empty(0, np.uint64)
+        self._out = bytearray(out_bytes)
+        self._res = ffi.new("ts_rw_out *")
+
+    def _scan(self, data) -> LpBatch:
+        while True:
+            got = self._scanner.scan(data, 0, len(data), 1, "ns")
+            if got.done:
+                break
+            self._scanner = self._scanner.grown()
+        if got.errors:
+            a = got.arrays
+            raise UserError(f"remote-write: line {int(a['err_line'][0])} of a batch is not line protocol: "
+                            f"{LP_ERRORS.get(int(a['err_code'][0]), 'unreadable')}")
+        return got
+
+    def encode(self, data) -> RemoteWrite:
+        """The batch `data` (whole lines of line protocol, ns timestamps) as one WriteRequest."""
+        got = self._scan(data)
+        need = int(lib.ts_rw_scratch(got.arrays["field_key"].size))
+        if self._scratch.size < need:
+            self._scratch = self._np.empty(need, self._np.uint64)
+        scratch = ffi.cast("uint64_t *", self._scratch.ctypes.data)
+        with ffi.from_buffer(data) as cbuf:
+            while True:
+                with ffi.from_buffer(self._out, require_writable=True) as cout:
+                    rc = lib.ts_rw_encode(self._scanner.c, cbuf, cout, len(cout), scratch, self._scratch.size,
+                                          self._res)
+                if rc != -3:
+                    break
+                self._out = bytearray(max(int(self._res.used), 2 * len(self._out)))
+        _check(rc, "remote-write encode (a point of more than 255 tags?)")
+        r = self._res
+        return RemoteWrite(memoryview(self._out)[:r.used], int(r.series), int(r.samples), int(r.skipped))

@@ -14,7 +14,7 @@ import pytest
 from tsbench.core.errors import Fatal, Retryable, UserError
 from tsbench.core.model import Batch
 from tsbench.data.datafile import open_datafile
-from tsbench.databases.victoriametrics.count import count_expr
+from tsbench.databases.victoriametrics.count import count_expr, selector
 from tsbench.databases.victoriametrics.server import VictoriaMetricsServer
 from tsbench.databases.victoriametrics.target import VictoriaMetricsTarget
 
@@ -265,3 +265,29 @@ def test_count_with_regex_characters_in_names(vm):
             await t.close()
 
     assert run(go()) == 6
+
+
+async def _export_all(vm, tables) -> list[tuple]:
+    t = await _open(vm)
+    try:
+        got = await export(t, selector(".+"), tables)
+    finally:
+        await t.close()
+    return sorted((sorted(s["metric"].items()), s["timestamps"], s["values"]) for s in got)
+
+
+def test_remote_write_loads_what_line_protocol_does(vm, tmp_path):
+    """-O protocol=remote-write (/api/v1/write, bodies from the C core): the count verifies and
+    the store holds the same series, times and values as after a line protocol load."""
+    df = generate(tmp_path, "devops", scale=4)      # entity 3 is read back
+    stores = []
+    for protocol in ("line", "remote-write"):
+        tables = load_and_verify(vm, df, [("cpu", "usage_user"), ("diskio", "reads")], protocol=protocol)
+        stores.append(run(_export_all(vm, tables)))
+    assert len(stores[0]) > 100
+    assert stores[0] == stores[1]
+
+
+def test_remote_write_refuses_gzip():
+    with pytest.raises(UserError, match="gzip=true is for protocol=line"):
+        VictoriaMetricsTarget("http://127.0.0.1:1", {"protocol": "remote-write", "gzip": True})

@@ -2,7 +2,9 @@
 
 Load: influx line protocol batches through POST /write (the shared
 HttpClient), where `cpu usage_user=..` becomes the metric cpu_usage_user
-with the tags as labels (gzip'd with -O gzip=true, http.GzipOption). count() is in samples (one per field value), summed
+with the tags as labels (gzip'd with -O gzip=true, http.GzipOption); with
+-O protocol=remote-write, the same series as Prometheus remote-write bodies
+to /api/v1/write (shared/remote_write.py). count() is in samples (one per field value), summed
 by PromQL count_over_time per table and time slice (count.py), so no query
 meets the server's per-query limits.
 
@@ -18,12 +20,15 @@ import math
 import re
 import time
 
-from pydantic import ConfigDict, Field
+from typing import Literal
+
+from pydantic import ConfigDict, Field, model_validator
 
 from tsbench.core import bounds
 from tsbench.core.errors import Fatal, UserError
 from tsbench.core.model import STAT_KINDS, Batch, Table, Tables, TableStats
 from tsbench.databases.shared.http import Gzip, GzipOption, HttpClient, Timed
+from tsbench.databases.shared.remote_write import RemoteWriteBody
 from tsbench.databases.shared.sqlstats import table_stats
 from tsbench.databases.shared.target import Target, exists_error
 from tsbench.databases.victoriametrics.count import count_expr, metric_regex, selector, slices, window_expr
@@ -50,6 +55,16 @@ class VictoriaMetricsOptions(GzipOption):
         20_000_000, ge=1, le=bounds.MAX_COUNT,
         description="samples one count query may scan: well under the server's -search.maxSamplesPerQuery "
                     "(1e9) and -search.maxSamplesPerSeries (3e7), and quick enough for -search.maxQueryDuration")
+    protocol: Literal["line", "remote-write"] = Field(
+        "line", description="how batches are sent: line (influx line protocol to /write) or remote-write "
+                            "(Prometheus remote-write 1.0 to /api/v1/write: protobuf built by the C core, snappy); "
+                            "the same metric names and labels either way")
+
+    @model_validator(mode="after")
+    def _gzip_is_for_line(self):
+        if self.protocol == "remote-write" and self.gzip:
+            raise ValueError("gzip=true is for protocol=line (remote-write bodies are snappy-compressed)")
+        return self
 
 
 class VictoriaMetricsTarget(Target):
@@ -76,6 +91,7 @@ class VictoriaMetricsTarget(Target):
         self.what = f"victoriametrics at {self.url}"
         # text/plain, never a form type: VM would parse a form body as query args
         self.gzip = Gzip(self.options, {"Content-Type": "text/plain; charset=utf-8"})
+        self.remote_write = RemoteWriteBody() if self.options.protocol == "remote-write" else None
         self.http: HttpClient | None = None
         self.missing_functions: set[str] = set()     # MetricsQL functions this server lacks (open())
 
@@ -118,6 +134,10 @@ class VictoriaMetricsTarget(Target):
 
     # ---- load ---------------------------------------------------------------------------
     async def write(self, batch: Batch) -> None:
+        if self.remote_write is not None:
+            rw = self.remote_write
+            await self.http.post("/api/v1/write", rw.body(batch.data), headers=rw.headers)
+            return
         await self.http.post("/write", await self.gzip.body(batch.data), headers=self.gzip.headers)
 
     async def flush(self) -> None:
