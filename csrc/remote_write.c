@@ -15,10 +15,9 @@
 
 #include <string.h>
 
-#include "tsbench.h"
+#include "series_group.h"
 
 #define MAX_LABELS 256
-#define NIL UINT64_MAX
 
 enum { N_RAW = 0, N_METRIC = 1, N_LABEL = 2 };   /* how a text is sanitized */
 
@@ -28,15 +27,6 @@ typedef struct {
     uint32_t nlen, vlen;
     int is_name;            /* the __name__ label: its value is measurement '_' field */
 } label_src;
-
-static inline uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
 
 static inline unsigned varint_len(uint64_t v)
 {
@@ -101,87 +91,8 @@ static int name_cmp(const label_src *a, const label_src *b)
     return (pa < ea) - (pb < eb);
 }
 
-typedef struct {
-    const ts_lp_scan *s;
-    const char *buf;
-    uint64_t h_mask;
-    uint64_t *table;       /* series id + 1, 0: empty */
-    uint64_t *t_table;     /* tag set id + 1, 0: empty */
-    uint64_t *s_point, *s_field, *s_hash, *s_tagset;   /* per series: its first value, key hash, tag set */
-    uint64_t *s_start, *s_end, *s_bytes;  /* per series: its samples in ms/bits, their bytes on the wire */
-    uint64_t *t_point, *t_hash;    /* per tag set (measurement and tags): its first point */
-    uint64_t *t_series0, *t_nf;    /* per tag set: the series of its first point's first field, its fields */
-    uint64_t *series_of;   /* per field entry: its series, NIL: none (a string) */
-    uint64_t *ms, *bits;   /* the samples, series after series (a counting sort of the entries) */
-    uint64_t n_series, n_tagsets;
-} rw_ctx;
-
-/* points p and q have the same measurement and tags (in the same order) */
-static int same_tagset(const rw_ctx *c, uint64_t p, uint64_t q)
-{
-    const ts_lp_scan *s = c->s;
-    uint64_t tp = p ? s->tag_end[p - 1] : 0, tq = q ? s->tag_end[q - 1] : 0;
-    if (s->meas_len[p] != s->meas_len[q] || s->tag_end[p] - tp != s->tag_end[q] - tq)
-        return 0;
-    if (memcmp(c->buf + s->meas_off[p], c->buf + s->meas_off[q], s->meas_len[p]) != 0)
-        return 0;
-    for (uint64_t i = 0; i < s->tag_end[p] - tp; i++)
-        if (s->tag_key[tp + i] != s->tag_key[tq + i] || s->tag_val[tp + i] != s->tag_val[tq + i])
-            return 0;
-    return 1;
-}
-
-/* point p's tag set id (a new one in first-seen order when none) */
-static uint64_t tagset_of(rw_ctx *c, uint64_t p)
-{
-    uint64_t h = mix64(c->s->series[p]);
-    for (uint64_t slot = h & c->h_mask;; slot = (slot + 1) & c->h_mask) {
-        uint64_t id = c->t_table[slot];
-        if (id == 0) {
-            id = c->n_tagsets++;
-            c->t_table[slot] = id + 1;
-            c->t_point[id] = p, c->t_hash[id] = h;
-            c->t_series0[id] = c->n_series, c->t_nf[id] = c->s->field_end[p] - (p ? c->s->field_end[p - 1] : 0);
-            return id;
-        }
-        if (c->t_hash[id - 1] == h && same_tagset(c, c->t_point[id - 1], p))
-            return id - 1;
-    }
-}
-
-static inline int same_key(const rw_ctx *c, uint64_t f, uint64_t g)
-{
-    const ts_lp_scan *s = c->s;
-    return s->field_klen[g] == s->field_klen[f]
-           && memcmp(c->buf + s->field_off[g], c->buf + s->field_off[f], s->field_klen[f]) == 0;
-}
-
-/* field entry f, the j-th of point p (tag set ts), joins its series (a new one in first-seen
- * order when none). A point's fields usually come as in its tag set's first point, whose series
- * are consecutive: that series is tried before the hash table */
-static uint64_t add_entry(rw_ctx *c, uint64_t p, uint64_t ts, uint64_t j, uint64_t f)
-{
-    const ts_lp_scan *s = c->s;
-    uint64_t guess = c->t_series0[ts] + j;
-    if (j < c->t_nf[ts] && guess < c->n_series && c->s_tagset[guess] == ts && same_key(c, f, c->s_field[guess]))
-        return guess;
-    uint64_t h = mix64(ts * 0x9e3779b97f4a7c15ULL ^ s->field_key[f]);
-    for (uint64_t slot = h & c->h_mask;; slot = (slot + 1) & c->h_mask) {
-        uint64_t id = c->table[slot];
-        if (id == 0) {
-            id = c->n_series++;
-            c->table[slot] = id + 1;
-            c->s_point[id] = p, c->s_field[id] = f, c->s_hash[id] = h, c->s_tagset[id] = ts;
-            c->s_end[id] = c->s_bytes[id] = 0;
-            return id;
-        }
-        if (c->s_hash[id - 1] == h && c->s_tagset[id - 1] == ts && same_key(c, f, c->s_field[id - 1]))
-            return id - 1;
-    }
-}
-
 /* series id's labels, sorted by name (insertion sort: a handful each) */
-static int32_t series_labels(const rw_ctx *c, uint64_t id, label_src *l, uint32_t *n)
+static int32_t series_labels(const ts_sg *c, uint64_t id, label_src *l, uint32_t *n)
 {
     const ts_lp_scan *s = c->s;
     uint64_t p = c->s_point[id], t0 = p ? s->tag_end[p - 1] : 0, nt = s->tag_end[p] - t0;
@@ -200,7 +111,7 @@ static int32_t series_labels(const rw_ctx *c, uint64_t id, label_src *l, uint32_
     return TS_OK;
 }
 
-static uint32_t name_value_len(const rw_ctx *c, uint64_t id)
+static uint32_t name_value_len(const ts_sg *c, uint64_t id)
 {
     const ts_lp_scan *s = c->s;
     uint64_t p = c->s_point[id], f = c->s_field[id];
@@ -209,7 +120,7 @@ static uint32_t name_value_len(const rw_ctx *c, uint64_t id)
            + decode(k, k + s->field_klen[f], N_METRIC, 0, NULL);
 }
 
-static char *put_name_value(const rw_ctx *c, uint64_t id, char *o)
+static char *put_name_value(const ts_sg *c, uint64_t id, char *o)
 {
     const ts_lp_scan *s = c->s;
     uint64_t p = c->s_point[id], f = c->s_field[id];
@@ -217,23 +128,6 @@ static char *put_name_value(const rw_ctx *c, uint64_t id, char *o)
     o += decode(m, m + s->meas_len[p], N_METRIC, 1, o);
     *o++ = '_';
     return o + decode(k, k + s->field_klen[f], N_METRIC, 0, o);
-}
-
-static inline int64_t ms_floor(int64_t ns)
-{
-    return ns / 1000000 - (ns % 1000000 < 0);
-}
-
-static double value_of(const ts_lp_scan *s, uint64_t f)
-{
-    int64_t bits = s->field_value[f];
-    double d;
-    switch (s->field_type[f]) {
-    case TS_LP_INT: return (double)bits;
-    case TS_LP_UINT: return (double)(uint64_t)bits;
-    case TS_LP_BOOL: return bits ? 1.0 : 0.0;
-    default: memcpy(&d, &bits, 8); return d;
-    }
 }
 
 /* a Sample's bytes: as proto3 writes it, a field of value 0 (the bits of +0.0, time 0) left out */
@@ -251,7 +145,7 @@ static uint64_t label_len(uint32_t nl, uint32_t vl)
  * each other (a point's fields make consecutive series): the bytes before __name__'s place and
  * after it, and where the last series wrote them (NULL: not written yet) */
 typedef struct {
-    uint64_t tagset;       /* NIL: none */
+    uint64_t tagset;       /* TS_SG_NIL: none */
     label_src l[MAX_LABELS];
     uint32_t nl, name_at;  /* labels; the index of __name__ among them */
     uint64_t pre_len, post_len;
@@ -265,7 +159,7 @@ static uint64_t tag_label_len(const label_src *l)
 }
 
 /* t holds series id's tag set's labels (sorted, measured) */
-static int32_t tags_for(const rw_ctx *c, uint64_t id, tag_labels *t)
+static int32_t tags_for(const ts_sg *c, uint64_t id, tag_labels *t)
 {
     if (t->tagset == c->s_tagset[id])
         return TS_OK;
@@ -282,7 +176,7 @@ static int32_t tags_for(const rw_ctx *c, uint64_t id, tag_labels *t)
 }
 
 /* the bytes of series id's TimeSeries message (inside) */
-static uint64_t series_len(const rw_ctx *c, uint64_t id, const tag_labels *t, uint32_t name_vlen)
+static uint64_t series_len(const ts_sg *c, uint64_t id, const tag_labels *t, uint32_t name_vlen)
 {
     uint64_t nl = label_len(8, name_vlen), len = t->pre_len + 1 + varint_len(nl) + nl + t->post_len;
     return len + c->s_bytes[id];
@@ -334,13 +228,13 @@ static char *put_part(tag_labels *t, int post, char *o)
 }
 
 /* series id's TimeSeries message (inside) at o */
-static char *put_series(const rw_ctx *c, uint64_t id, tag_labels *t, uint32_t name_vlen, char *o)
+static char *put_series(const ts_sg *c, uint64_t id, tag_labels *t, uint32_t name_vlen, char *o)
 {
     o = put_part(t, 0, o);
     o = put_name_value(c, id, put_label(o, "__name__", 8, name_vlen));
     o = put_part(t, 1, o);
     for (uint64_t k = c->s_start[id]; k < c->s_end[id]; k++) {
-        uint64_t ms = c->ms[k], bits = c->bits[k];
+        uint64_t ms = c->time[k], bits = c->bits[k];
         *o++ = 0x12;
         o = put_varint(o, sample_len(ms, bits));
         if (bits) {
@@ -358,55 +252,19 @@ static char *put_series(const rw_ctx *c, uint64_t id, tag_labels *t, uint32_t na
 
 uint64_t ts_rw_scratch(uint64_t n_fields)
 {
-    uint64_t h = 16;
-    while (h < 2 * n_fields)
-        h <<= 1;
-    return 2 * h + 14 * n_fields;
+    return ts_sg_scratch(n_fields);
 }
 
-/* the scan's field entries' series (string fields left out), counted in s_end */
-static void group(rw_ctx *c, ts_rw_out *res)
+/* each series' Samples' bytes on the wire into s_bytes (its samples sorted in ms) */
+static void measure_samples(ts_sg *c)
 {
-    const ts_lp_scan *s = c->s;
-    for (uint64_t p = 0, f = 0; p < s->points; p++) {
-        uint64_t ts = tagset_of(c, p), first = f;
-        for (; f < s->field_end[p]; f++) {
-            if (s->field_type[f] == TS_LP_STRING) {
-                c->series_of[f] = NIL;
-                res->skipped++;
-                continue;
-            }
-            uint64_t id = add_entry(c, p, ts, f - first, f);
-            c->series_of[f] = id;
-            c->s_end[id]++;
-        }
-    }
-}
-
-/* the samples into ms and bits, series after series, in file order within a series (a counting
- * sort: reads and writes in order, where a walk of each series' entries would jump) */
-static void sort_samples(rw_ctx *c)
-{
-    const ts_lp_scan *s = c->s;
-    uint64_t at = 0;
     for (uint64_t id = 0; id < c->n_series; id++) {
-        c->s_start[id] = at;
-        at += c->s_end[id];
-        c->s_end[id] = c->s_start[id];             /* the cursor, the end once done */
-    }
-    for (uint64_t p = 0, f = 0; p < s->points; p++) {
-        uint64_t ms = (uint64_t)ms_floor(s->time[p]);
-        for (; f < s->field_end[p]; f++) {
-            uint64_t id = c->series_of[f];
-            if (id == NIL)
-                continue;
-            double d = value_of(s, f);
-            uint64_t k = c->s_end[id]++;
-            c->ms[k] = ms;
-            memcpy(&c->bits[k], &d, 8);
-            uint64_t sl = sample_len(ms, c->bits[k]);
-            c->s_bytes[id] += 1 + varint_len(sl) + sl;
+        uint64_t bytes = 0;
+        for (uint64_t k = c->s_start[id]; k < c->s_end[id]; k++) {
+            uint64_t sl = sample_len(c->time[k], c->bits[k]);
+            bytes += 1 + varint_len(sl) + sl;
         }
+        c->s_bytes[id] = bytes;
     }
 }
 
@@ -416,14 +274,13 @@ int32_t ts_rw_encode(const ts_lp_scan *s, const char *buf, char *out, uint64_t c
     uint64_t n = s ? s->fields : 0;
     if (!s || !buf || !res || !scratch || scratch_cap < ts_rw_scratch(n) || (cap && !out))
         return TS_ERR_ARG;
-    uint64_t h = (ts_rw_scratch(n) - 14 * n) / 2, *a = scratch + 2 * h;
-    rw_ctx c = {s, buf, h - 1, scratch, scratch + h, a, a + n, a + 2 * n, a + 3 * n, a + 4 * n, a + 5 * n,
-                a + 6 * n, a + 7 * n, a + 8 * n, a + 9 * n, a + 10 * n, a + 11 * n, a + 12 * n, a + 13 * n, 0, 0};
-    memset(scratch, 0, 2 * h * sizeof *scratch);
+    ts_sg c;
+    ts_sg_init(&c, s, buf, scratch);
     memset(res, 0, sizeof *res);
-    group(&c, res);
-    sort_samples(&c);
-    static const tag_labels none = {.tagset = NIL};
+    res->skipped = ts_sg_group(&c);
+    ts_sg_sort(&c, 1000000);
+    measure_samples(&c);
+    static const tag_labels none = {.tagset = TS_SG_NIL};
     tag_labels t = none;
     uint64_t used = 0;
     for (uint64_t id = 0; id < c.n_series; id++) {

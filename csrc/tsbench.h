@@ -519,6 +519,23 @@ uint64_t ts_rw_scratch(uint64_t n_fields);
  * TS_ERR_ARG (scratch_cap < ts_rw_scratch(s->fields), a point of more than 255 tags). */
 int32_t ts_rw_encode(const ts_lp_scan *s, const char *buf, char *out, uint64_t cap,
                      uint64_t *scratch, uint64_t scratch_cap, ts_rw_out *res);
+
+/* ---- OpenTelemetry OTLP/HTTP metrics bodies (phase 2: load) --------------------------- */
+
+/* the uint64_t scratch entries ts_otlp_encode needs for a scan of n_fields field values */
+uint64_t ts_otlp_scratch(uint64_t n_fields);
+
+/* the points of s (a ts_lp_scan_lines of buf) as one OTLP ExportMetricsServiceRequest
+ * (uncompressed protobuf) in out: one ResourceMetrics and ScopeMetrics (no resource, no
+ * scope), one gauge Metric per (measurement, tag set, field) in the order of their first
+ * value, named measurement_field (unescaped), its NumberDataPoints in file order with the
+ * tags as string attributes (unescaped, in the line's order), time_unix_nano in ns, as_double
+ * (integers converted, booleans 0/1); string values left out; no series: no bytes. res gets
+ * ts_rw_encode's counts (series: Metric messages, samples: data points). Returns TS_OK,
+ * TS_ERR_SPACE (res->used: the bytes needed; call again with that room) or TS_ERR_ARG
+ * (scratch_cap < ts_otlp_scratch(s->fields)). */
+int32_t ts_otlp_encode(const ts_lp_scan *s, const char *buf, char *out, uint64_t cap,
+                       uint64_t *scratch, uint64_t scratch_cap, ts_rw_out *res);
 /* CDEF END */
 
 #endif

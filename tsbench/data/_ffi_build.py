@@ -12,7 +12,7 @@ from cffi import FFI
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CSRC = ROOT / "csrc"
-SOURCES = ["sim.c", "formats.c", "fmt_double.c", "cut.c", "render.c", "bson_groups.c", "lp_scan.c", "remote_write.c"]
+SOURCES = ["sim.c", "formats.c", "fmt_double.c", "cut.c", "render.c", "bson_groups.c", "lp_scan.c", "series_group.c", "remote_write.c", "otlp.c"]
 
 
 def source_hash(csrc: pathlib.Path = CSRC) -> str:

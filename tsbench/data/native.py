@@ -636,12 +636,12 @@ def lp_prev_times(ids: np.ndarray, times: np.ndarray, last: np.ndarray) -> np.nd
     return prev
 
 
-# ---- Prometheus remote-write bodies (ts_rw_encode) ------------------------------------------
+# ---- protobuf bodies of series protocols (ts_rw_encode, ts_otlp_encode) ------------------------
 
 @dataclass
 class RemoteWrite:
-    """One batch as a WriteRequest: the protobuf (a view into the encoder's buffer, valid until
-    its next call) and what it holds."""
+    """One batch as a protocol's protobuf message: its bytes (a view into the encoder's buffer,
+    valid until its next call) and what it holds."""
 
     body: memoryview
     series: int
@@ -649,9 +649,13 @@ class RemoteWrite:
     skipped: int      # string values: no sample
 
 
-class RemoteWriteEncoder:
-    """Line protocol batches into remote-write WriteRequests (uncompressed), two C calls a batch:
-    the scan (ts_lp_scan_lines) and the encoding (ts_rw_encode). Arrays grow as batches need."""
+class _SeriesEncoder:
+    """Line protocol batches into one protocol's protobuf messages (uncompressed), two C calls a
+    batch: the scan (ts_lp_scan_lines) and the encoding (what: the protocol's name; scratch_fn
+    and encode_fn: its C functions). Arrays grow as batches need."""
+
+    what = ""
+    arg_error = ""        # what TS_ERR_ARG can mean besides a bad call
 
     def __init__(self, points: int = 1024, fields: int = 8192, out_bytes: int = 1 << 16):
         import numpy as np
@@ -669,25 +673,56 @@ class RemoteWriteEncoder:
             self._scanner = self._scanner.grown()
         if got.errors:
             a = got.arrays
-            raise UserError(f"remote-write: line {int(a['err_line'][0])} of a batch is not line protocol: "
+            raise UserError(f"{self.what}: line {int(a['err_line'][0])} of a batch is not line protocol: "
                             f"{LP_ERRORS.get(int(a['err_code'][0]), 'unreadable')}")
         return got
 
+    def _c_encode(self, *args):
+        raise NotImplementedError
+
+    def _c_scratch(self, n_fields: int) -> int:
+        raise NotImplementedError
+
     def encode(self, data) -> RemoteWrite:
-        """The batch `data` (whole lines of line protocol, ns timestamps) as one WriteRequest."""
+        """The batch `data` (whole lines of line protocol, ns timestamps) as one message."""
         got = self._scan(data)
-        need = int(lib.ts_rw_scratch(got.arrays["field_key"].size))
+        need = self._c_scratch(got.arrays["field_key"].size)
         if self._scratch.size < need:
             self._scratch = self._np.empty(need, self._np.uint64)
         scratch = ffi.cast("uint64_t *", self._scratch.ctypes.data)
         with ffi.from_buffer(data) as cbuf:
             while True:
                 with ffi.from_buffer(self._out, require_writable=True) as cout:
-                    rc = lib.ts_rw_encode(self._scanner.c, cbuf, cout, len(cout), scratch, self._scratch.size,
-                                          self._res)
+                    rc = self._c_encode(self._scanner.c, cbuf, cout, len(cout), scratch, self._scratch.size,
+                                        self._res)
                 if rc != -3:
                     break
                 self._out = bytearray(max(int(self._res.used), 2 * len(self._out)))
-        _check(rc, "remote-write encode (a point of more than 255 tags?)")
+        _check(rc, f"{self.what} encode{self.arg_error}")
         r = self._res
         return RemoteWrite(memoryview(self._out)[:r.used], int(r.series), int(r.samples), int(r.skipped))
+
+
+class RemoteWriteEncoder(_SeriesEncoder):
+    """Line protocol batches into Prometheus remote-write 1.0 WriteRequests (ts_rw_encode)."""
+
+    what = "remote-write"
+    arg_error = " (a point of more than 255 tags?)"
+
+    def _c_encode(self, *args):
+        return lib.ts_rw_encode(*args)
+
+    def _c_scratch(self, n_fields: int) -> int:
+        return int(lib.ts_rw_scratch(n_fields))
+
+
+class OtlpEncoder(_SeriesEncoder):
+    """Line protocol batches into OTLP ExportMetricsServiceRequests (ts_otlp_encode)."""
+
+    what = "otlp"
+
+    def _c_encode(self, *args):
+        return lib.ts_otlp_encode(*args)
+
+    def _c_scratch(self, n_fields: int) -> int:
+        return int(lib.ts_otlp_scratch(n_fields))
