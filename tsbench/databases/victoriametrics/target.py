@@ -4,7 +4,9 @@ Load: influx line protocol batches through POST /write (the shared
 HttpClient), where `cpu usage_user=..` becomes the metric cpu_usage_user
 with the tags as labels (gzip'd with -O gzip=true, http.GzipOption); with
 -O protocol=remote-write, the same series as Prometheus remote-write bodies
-to /api/v1/write (shared/remote_write.py). count() is in samples (one per field value), summed
+to /api/v1/write (shared/remote_write.py); with -O protocol=otlp, as OTLP/HTTP
+metrics to /opentelemetry/v1/metrics (shared/otlp.py; VictoriaMetrics 1.92 and
+later, so not Debian's 1.79.5: open() asks the server first). count() is in samples (one per field value), summed
 by PromQL count_over_time per table and time slice (count.py), so no query
 meets the server's per-query limits.
 
@@ -28,6 +30,8 @@ from tsbench.core import bounds
 from tsbench.core.errors import Fatal, UserError
 from tsbench.core.model import STAT_KINDS, Batch, Table, Tables, TableStats
 from tsbench.databases.shared.http import Gzip, GzipOption, HttpClient, Timed
+from tsbench.databases.shared.otlp import CONTENT_TYPE as OTLP_TYPE
+from tsbench.databases.shared.otlp import OtlpBody
 from tsbench.databases.shared.remote_write import RemoteWriteBody
 from tsbench.databases.shared.sqlstats import table_stats
 from tsbench.databases.shared.target import Target, exists_error
@@ -43,6 +47,7 @@ from tsbench.databases.victoriametrics.dialect import (
 )
 from tsbench.queries.base import Answer
 
+OTLP_PATH = "/opentelemetry/v1/metrics"
 COMPACT_TIMEOUT = 1800.0
 QUERY_CONCURRENCY = 2
 ROLLUPS = (("sum", "count_over_time"), ("sum", "sum_over_time"), ("min", "min_over_time"),
@@ -55,15 +60,16 @@ class VictoriaMetricsOptions(GzipOption):
         20_000_000, ge=1, le=bounds.MAX_COUNT,
         description="samples one count query may scan: well under the server's -search.maxSamplesPerQuery "
                     "(1e9) and -search.maxSamplesPerSeries (3e7), and quick enough for -search.maxQueryDuration")
-    protocol: Literal["line", "remote-write"] = Field(
-        "line", description="how batches are sent: line (influx line protocol to /write) or remote-write "
-                            "(Prometheus remote-write 1.0 to /api/v1/write: protobuf built by the C core, snappy); "
-                            "the same metric names and labels either way")
+    protocol: Literal["line", "remote-write", "otlp"] = Field(
+        "line", description="how batches are sent: line (influx line protocol to /write), remote-write "
+                            "(Prometheus remote-write 1.0 to /api/v1/write: protobuf built by the C core, snappy) "
+                            "or otlp (OpenTelemetry OTLP/HTTP metrics to /opentelemetry/v1/metrics: protobuf built "
+                            "by the C core; VictoriaMetrics 1.92 or later); the same metric names and labels each way")
 
     @model_validator(mode="after")
     def _gzip_is_for_line(self):
         if self.protocol == "remote-write" and self.gzip:
-            raise ValueError("gzip=true is for protocol=line (remote-write bodies are snappy-compressed)")
+            raise ValueError("gzip=true is for protocol=line or otlp (remote-write bodies are snappy-compressed)")
         return self
 
 
@@ -92,6 +98,7 @@ class VictoriaMetricsTarget(Target):
         # text/plain, never a form type: VM would parse a form body as query args
         self.gzip = Gzip(self.options, {"Content-Type": "text/plain; charset=utf-8"})
         self.remote_write = RemoteWriteBody() if self.options.protocol == "remote-write" else None
+        self.otlp = OtlpBody(self.options) if self.options.protocol == "otlp" else None
         self.http: HttpClient | None = None
         self.missing_functions: set[str] = set()     # MetricsQL functions this server lacks (open())
 
@@ -103,7 +110,19 @@ class VictoriaMetricsTarget(Target):
             await self.close()
             raise UserError(f"target victoriametrics: {self.url}/health answered HTTP {status}: "
                             f"is this a VictoriaMetrics server?")
+        if self.otlp is not None:
+            await self._check_otlp()
         await self._probe_functions()
+
+    async def _check_otlp(self) -> None:
+        """protocol=otlp needs a server that takes OTLP: an empty request (no metrics) answers 2xx."""
+        status, body = await self.http.request("POST", OTLP_PATH, b"", headers={"Content-Type": OTLP_TYPE})
+        if status >= 300:
+            await self.close()
+            why = body.decode("utf-8", "replace").strip().rsplit(";", 1)[-1].strip()[:200]
+            raise UserError(f"target victoriametrics: protocol=otlp: {self.url} does not accept OTLP (POST {OTLP_PATH}: "
+                            f"HTTP {status}: {why}); VictoriaMetrics takes it from 1.92 on (local server: "
+                            f"--server-option version=1.151.0)")
 
     async def close(self) -> None:
         if self.http is not None:
@@ -137,6 +156,9 @@ class VictoriaMetricsTarget(Target):
         if self.remote_write is not None:
             rw = self.remote_write
             await self.http.post("/api/v1/write", rw.body(batch.data), headers=rw.headers)
+            return
+        if self.otlp is not None:
+            await self.http.post(OTLP_PATH, await self.otlp.body(batch.data), headers=self.otlp.headers)
             return
         await self.http.post("/write", await self.gzip.body(batch.data), headers=self.gzip.headers)
 
