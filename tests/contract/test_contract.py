@@ -30,6 +30,7 @@ from tsbench.core.errors import ServerLacks, UserError
 from tsbench.data.datafile import open_datafile
 from tsbench.data.dataset import DatasetSpec, resolve
 from tsbench.data.generate import generate
+from tsbench.databases.victoriametrics.server import OTLP_RELEASE
 from tsbench.execute.run import ExecOptions
 from tsbench.experiments import session
 from tsbench.load.run import LoadOptions
@@ -46,6 +47,10 @@ CONTRACT = {
     "influx-flux": ("influx", "http://127.0.0.1:9", {"query_language": "flux"}, {"flux": True}),
     "postgres": ("postgres", "postgresql://postgres@127.0.0.1:9/postgres", {}, {}),
     "victoriametrics": ("victoriametrics", "http://127.0.0.1:9", {}, {}),
+    "victoriametrics-remote-write": ("victoriametrics", "http://127.0.0.1:9", {"protocol": "remote-write"}, {}),
+    # OTLP needs VictoriaMetrics 1.92 or later: a release built with Go (Debian's is 1.79.5)
+    "victoriametrics-otlp": ("victoriametrics", "http://127.0.0.1:9", {"protocol": "otlp"},
+                             {"version": OTLP_RELEASE}),
     "duckdb": ("duckdb", "duckdb:/nonexistent-dir/x.duckdb", {}, {}),
     "cassandra": ("cassandra", "cassandra://127.0.0.1:9", {}, {}),
     "cassandra-wide": ("cassandra", "cassandra://127.0.0.1:9", {"schema": "wide"}, {}),
@@ -88,6 +93,15 @@ def _keeping() -> list[str]:
 def test_every_registered_target_has_a_contract_line():
     covered = {target for target, *_ in CONTRACT.values()}
     assert set(databases.names()) <= covered, "add a CONTRACT line for every registered database"
+
+
+def test_every_release_a_line_starts_is_built_by_servers_install_all():
+    """A line's server option version (a release built with Go) is one its server class names in
+    also_installed, so `servers install --all` (CI, before the tests) builds it, not the test."""
+    for case, (target, _, _, server_options) in CONTRACT.items():
+        if "version" in server_options:
+            server = databases.server_class(databases.target_class(target).server_kind)
+            assert {"version": server_options["version"]} in server.also_installed, case
 
 
 @pytest.fixture(scope="module")
@@ -271,7 +285,7 @@ def test_printed_response_is_the_servers_answer_decoded(endpoint, datafiles, ref
         assert query_text(natives[s.id]) in block
         answer = block.split("-- the server's answer", 1)[1].split("-- canonical rows", 1)[0]
         names = s.params["fields"] if s in named else []
-        assert all(PRINTED_NAME.get(case, f) in answer for f in names), (s.type, answer[:2000])
+        assert all(PRINTED_NAME.get(CONTRACT[case][0], f) in answer for f in names), (s.type, answer[:2000])
         printed = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", answer)]
         has_time, group, _ = columns(s.params)
         expected = [v for r in references["devops"].expected(s) for v in r[has_time + len(group):] if v is not None]
@@ -280,7 +294,7 @@ def test_printed_response_is_the_servers_answer_decoded(endpoint, datafiles, ref
         assert not re.search(r"'\w', '\w', '\w'", answer) and "(0 rows)" not in answer and "\ufffd" not in answer
 
 
-# the name a server gives the field in its answer where it is not the field's own
+# the name a target's server gives the field in its answer where it is not the field's own
 PRINTED_NAME = {"victoriametrics": '"tsbench_field"'}
 
 

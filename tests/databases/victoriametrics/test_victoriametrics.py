@@ -15,7 +15,7 @@ from tsbench.core.errors import Fatal, Retryable, UserError
 from tsbench.core.model import Batch
 from tsbench.data.datafile import open_datafile
 from tsbench.databases.victoriametrics.count import count_expr, selector
-from tsbench.databases.victoriametrics.server import VictoriaMetricsServer
+from tsbench.databases.victoriametrics.server import OTLP_RELEASE, VictoriaMetricsServer
 from tsbench.databases.victoriametrics.target import VictoriaMetricsTarget
 
 from conftest import columns, local_server, run_cli
@@ -296,11 +296,8 @@ def test_remote_write_refuses_gzip():
 @pytest.fixture(scope="module")
 def vm_otlp():
     """A release that takes OTLP (VictoriaMetrics 1.92 on; Debian's 1.79.5 does not), built with Go."""
-    with local_server("victoriametrics", version=OTLP_VERSION) as server:
+    with local_server("victoriametrics", version=OTLP_RELEASE) as server:
         yield server
-
-
-OTLP_VERSION = "1.151.0"
 
 
 def test_otlp_loads_what_line_protocol_does(vm_otlp, tmp_path):

@@ -180,6 +180,8 @@ class Server:
     stop_timeout: ClassVar[float] = 30.0
     stop_signal: ClassVar[int] = signal.SIGTERM   # the server's own "shut down now" signal
     restart_keeps_data: ClassVar[bool] = True     # False: data in memory only (no cold-cache restart)
+    # the server options of further releases `servers install --all` installs (what the tests start)
+    also_installed: ClassVar[tuple[dict, ...]] = ()
 
     def __init__(self, name: str | None = None, instance_dir: str | os.PathLike | None = None,
                  ports: dict[str, int] | None = None, options: dict | None = None):

@@ -45,6 +45,7 @@ from tsbench.databases.victoriametrics.dialect import (
     VMRequest,
     regex_quote,
 )
+from tsbench.databases.victoriametrics.server import OTLP_RELEASE
 from tsbench.queries.base import Answer
 
 OTLP_PATH = "/opentelemetry/v1/metrics"
@@ -122,7 +123,7 @@ class VictoriaMetricsTarget(Target):
             why = body.decode("utf-8", "replace").strip().rsplit(";", 1)[-1].strip()[:200]
             raise UserError(f"target victoriametrics: protocol=otlp: {self.url} does not accept OTLP (POST {OTLP_PATH}: "
                             f"HTTP {status}: {why}); VictoriaMetrics takes it from 1.92 on (local server: "
-                            f"--server-option version=1.151.0)")
+                            f"--server-option version={OTLP_RELEASE})")
 
     async def close(self) -> None:
         if self.http is not None:
