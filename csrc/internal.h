@@ -67,7 +67,8 @@ typedef struct ts_format_ops {
 extern const ts_format_ops *const ts_formats[TS_FMT_COUNT];
 
 /* the tag parts of one format's records, each built once, in the caller's memory:
- * appended to blob in the order the cursor first needs them (epoch 0: entity order) */
+ * appended to blob in the order the cursor first needs them (epoch 0: entity order); under
+ * churn each in a slot of its bound of its own, rebuilt in place when its series is renewed */
 #define TS_PFX_LEN_BITS 24
 typedef struct ts_prefix_cache {
     int32_t fmt;           /* the format cached, or -1: none */

@@ -767,7 +767,7 @@ int64_t ts_sim_churn_generation(const ts_sim *sim, int64_t entity, int64_t epoch
 
 int32_t ts_sim_set_churn(ts_sim *sim, int64_t entities, int64_t per_period, int64_t period_ns)
 {
-    if (!sim || sim->mem || sim->n_entity_tags < 1 || entities < sim->entity_lo + sim->n_entities ||
+    if (!sim || sim->mem || sim->n_entity_tags < 1 || sim->has_faults || entities < sim->entity_lo + sim->n_entities ||
         entities < 1 || per_period < 1 || per_period > entities || period_ns < 1)
         return TS_ERR_ARG;
     sim->churn_n = entities;
@@ -796,19 +796,35 @@ typedef struct sink {
     ts_fill_result *res;
 } sink;
 
-/* the tag part of (el, s) in format fmt from the cache, built there the first time;
- * NULL when fmt is not the one cached (or it does not fit) */
-static const char *cached_prefix(ts_sim *sim, int32_t fmt, int64_t el, int32_t s, size_t *len)
+/* where the cache keeps (el, s)'s tag part under churn: a slot of its bound of its own, so a
+ * renewed series' text is rebuilt in place (without churn the parts are packed in the order
+ * the cursor first needs them) */
+static uint64_t churn_slot(const ts_sim *sim, int32_t fmt, int64_t el, int32_t s)
+{
+    uint64_t before = 0, all = 0;
+    for (int32_t i = 0; i < sim->n_series; i++) {
+        if (i == s) before = all;
+        all += sim->pfx_bound[fmt][i];
+    }
+    return (uint64_t)el * all + before;
+}
+
+/* the tag part of (el, s) in format fmt from the cache, built there the first time and,
+ * under churn, again at a renewed series' first record (renew); NULL when fmt is not the
+ * one cached (or it does not fit) */
+static const char *cached_prefix(ts_sim *sim, int32_t fmt, int64_t el, int32_t s, int renew, size_t *len)
 {
     ts_prefix_cache *c = &sim->cache;
     if (fmt != c->fmt) return NULL;
     uint64_t *e = &c->index[(size_t)el * (size_t)sim->n_series + (size_t)s];
-    if (*e == UINT64_MAX) {
-        if (c->cap - c->used < sim->pfx_bound[fmt][s]) return NULL;
-        size_t n = ts_formats[fmt]->prefix(sim, sim->entity_lo + el, s, -1, c->blob + c->used);
+    if (*e == UINT64_MAX || renew) {
+        uint64_t at = sim->churn_m ? churn_slot(sim, fmt, el, s) : c->used;
+        if (!sim->churn_m && c->cap - c->used < sim->pfx_bound[fmt][s]) return NULL;
+        size_t n = ts_formats[fmt]->prefix(sim, sim->entity_lo + el, s, -1, c->blob + at);
+        *e = UINT64_MAX;
         if (n >> TS_PFX_LEN_BITS) return NULL;
-        *e = (uint64_t)c->used << TS_PFX_LEN_BITS | n;
-        c->used += n;
+        *e = at << TS_PFX_LEN_BITS | n;
+        if (at + n > c->used) c->used = at + n;
     }
     *len = (size_t)(*e & ((UINT64_C(1) << TS_PFX_LEN_BITS) - 1));
     return c->blob + (*e >> TS_PFX_LEN_BITS);
@@ -838,7 +854,7 @@ static __attribute__((noinline)) void emit_columns(const ts_sim *sim, const sink
 
 /* one record's text at the end of k's buffer; 0 when it does not fit */
 static int emit_text(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, const double *vals,
-                     int32_t null_field, int32_t null_tag)
+                     int32_t null_field, int32_t null_tag, int renew)
 {
     const ts_format_ops *ops = ts_formats[k->fmt];
     if (k->cap - k->used < sim->bound[k->fmt][s]) return 0;
@@ -856,11 +872,10 @@ static int emit_text(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch,
         stamp = local;
     }
     size_t plen = 0;
-    const char *pfx = null_tag >= 0 || sim->render_gen ? NULL : cached_prefix(sim, k->fmt, el, s, &plen);
+    const char *pfx = null_tag >= 0 ? NULL : cached_prefix(sim, k->fmt, el, s, renew, &plen);  /* cursor's order */
     ts_rec r = {sim->entity_lo + el, s, time_ns, vals, null_field, null_tag};
     if (!pfx) {
-        /* not from the cache (a null tag, a churned entity's new series, or a format other than the
-         * cached one): build it now */
+        /* not from the cache (a null tag, or a format other than the cached one): build it now */
         plen = ops->prefix(sim, r.entity, s, null_tag, sim->pfx_scratch);
         pfx = sim->pfx_scratch;
     }
@@ -964,9 +979,10 @@ static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, cons
 {
     if (k->res->rows >= k->row_cap) return 0;
     int64_t gen = churn_gen(sim, sim->entity_lo + el, epoch);
+    int renewed = gen > 0 && gen != churn_gen(sim, sim->entity_lo + el, epoch - 1);   /* a new series' first */
     if (k->fmt >= 0) {
         sim->render_gen = gen;
-        int done = emit_text(sim, k, el, s, epoch, vals, null_field, null_tag);
+        int done = emit_text(sim, k, el, s, epoch, vals, null_field, null_tag, renewed);
         sim->render_gen = 0;
         if (!done) return 0;
     } else if (k->cols) {
@@ -975,7 +991,7 @@ static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, cons
     if (sim->stats) add_stats(sim, el, s, vals, null_field);
     k->res->rows++;
     k->res->values += sim->visible[s] - (null_field >= 0);
-    k->res->series_created += epoch == 0 || (gen > 0 && gen != churn_gen(sim, sim->entity_lo + el, epoch - 1));
+    k->res->series_created += epoch == 0 || renewed;
     return 1;
 }
 

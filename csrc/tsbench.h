@@ -207,8 +207,10 @@ int32_t ts_sim_set_stats(ts_sim *sim, ts_field_stats *fields, int32_t n_fields, 
  * (all writers' together), `per_period` are replaced by new ones every period_ns of data
  * time, in turn from an offset the seed draws (period j replaces the per_period entities
  * after period j-1's, cyclically). A replaced entity's series are new: its first entity
- * tag's value gains "_g" and its generation (how often it was replaced so far). The
- * schema needs an entity tag; TS_ERR_ARG otherwise or on bad numbers */
+ * tag's value gains "_g" and its generation (how often it was replaced so far); the tag
+ * part cache keeps each (entity, series) in a slot of its own, rebuilt at a renewal. The
+ * schema needs an entity tag and no faults (each series one record an epoch, in order);
+ * TS_ERR_ARG otherwise or on bad numbers */
 int32_t ts_sim_set_churn(ts_sim *sim, int64_t entities, int64_t per_period, int64_t period_ns);
 
 /* the churn generation of an entity at an epoch (0 without churn) */
