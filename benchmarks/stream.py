@@ -14,8 +14,9 @@ rusage), the stream's own client CPU as tsbench reports it, points/s as each too
 it, and the ratio tsbench/inch; then medians. Also tsbench's start-up CPU alone: the
 process's CPU when its timed part (the first write) begins, from a run whose module
 tsbench.stream.run is wrapped on import. The children write bytecode caches (as an
-installed package has them; one warm-up run of each tool first). Figures come from
-here, never from timed tests."""
+installed package has them; one warm-up run of each tool first). Last, the generator alone
+(in process) with and without --churn 0.1/60s, in alternating rounds: CPU ns a DevOps row.
+Figures come from here, never from timed tests."""
 
 from __future__ import annotations
 
@@ -223,6 +224,8 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=1000, help="Beside inch: points per series (inch's -p).")
     ap.add_argument("--batch", type=int, default=5000, help="Beside inch: points per write (inch's -b).")
     ap.add_argument("--writers", type=int, default=1, help="Beside inch: concurrent writers (inch's -c).")
+    ap.add_argument("--churn-rounds", type=int, default=3,
+                    help="Alternating rounds of the generator alone with and without --churn 0.1/60s (0: skip).")
     record.arguments(ap)
     a = ap.parse_args()
     record.start("stream", a)
@@ -234,7 +237,38 @@ def main() -> None:
         _memory(a.minutes, a.rate, d)
     if a.inch:
         _beside_inch(a, d)
+    if a.churn_rounds:
+        _churn(a.churn_rounds)
     record.finish()
+
+
+def _generated(churn: str | None) -> tuple[float, int, int]:
+    """DevOps-100 over 1,200 epochs made by one BatchSource in batches of 1,000 rows, in
+    process (no HTTP): CPU seconds, rows, series created."""
+    from tsbench.data.dataset import DatasetSpec, resolve
+    from tsbench.stream.churn import parse_churn
+    from tsbench.stream.source import BatchSource
+
+    ds = resolve(DatasetSpec(use_case="devops", scale=100, seed=123))
+    src = BatchSource(ds, "influx", 0, ds.entities, 1200, 1000, churn and parse_churn(churn))
+    cpu, rows, created = time.process_time(), 0, 0
+    while (b := src.next()) is not None:
+        rows, created = rows + b.rows, created + src.created
+    return time.process_time() - cpu, rows, created
+
+
+def _churn(rounds: int) -> None:
+    """The generator's cost a row with and without churn (tag text renewed in the cache), in
+    alternating rounds; medians."""
+    got: dict = {None: [], "0.1/60s": []}
+    for _ in range(rounds):
+        for churn in got:
+            got[churn].append(_generated(churn))
+    for churn, runs in got.items():
+        ns = statistics.median(cpu / rows * 1e9 for cpu, rows, _ in runs)
+        print(f"generator, churn {churn or 'none':>8}: {ns:6.0f} ns a DevOps row (CPU), {runs[0][2]:,} series created, "
+              f"{rounds} alternating rounds")
+        record.figure(f"generator with churn {churn or 'none'}: CPU a row", ns, "ns")
 
 
 def _null_sink(a, d: str) -> None:

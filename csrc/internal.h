@@ -18,6 +18,7 @@
 #define TS_SLOT_TAG 1000000    /* + global tag index; series -1 */
 #define TS_SLOT_FAULT -1
 #define TS_SLOT_FAULT_GROUP -2
+#define TS_SLOT_CHURN -3      /* entity -1, series -1: the churn's starting offset */
 /* draw indices within a tick */
 #define TS_J_LAZY 1
 #define TS_J_INIT 2
@@ -66,7 +67,8 @@ typedef struct ts_format_ops {
 extern const ts_format_ops *const ts_formats[TS_FMT_COUNT];
 
 /* the tag parts of one format's records, each built once, in the caller's memory:
- * appended to blob in the order the cursor first needs them (epoch 0: entity order) */
+ * appended to blob in the order the cursor first needs them (epoch 0: entity order); under
+ * churn each in a slot of its bound of its own, rebuilt in place when its series is renewed */
 #define TS_PFX_LEN_BITS 24
 typedef struct ts_prefix_cache {
     int32_t fmt;           /* the format cached, or -1: none */
@@ -117,6 +119,9 @@ struct ts_sim {
     int64_t start_ns, interval_ns, epochs, total_epochs;
     int32_t max_series_fields;
     ts_zig zig;
+    /* series churn (ts_sim_set_churn; churn_m 0: none) */
+    int64_t churn_n, churn_m, churn_ns, churn_off;
+    int64_t render_gen;    /* the generation the tag text being built is of (0: the entity's own) */
 
     /* the caller's per-entity memory (ts_sim_set_memory): the arrays below point into it */
     void *mem;

@@ -104,8 +104,14 @@ size_t ts_tag_value(const ts_sim *sim, int64_t entity, int32_t s, int32_t pos, c
         }
         }
     }
+    if (pos == 0 && sim->render_gen > 0) {     /* a churned entity's new series */
+        memcpy(out + n, "_g", 2);
+        n += 2 + ts_fmt_u64_pad((uint64_t)sim->render_gen, 0, out + n + 2);
+    }
     return n;
 }
+
+#define TS_CHURN_SUFFIX_MAX 22    /* "_g" and a generation's digits */
 
 size_t ts_tag_value_bound(const ts_sim *sim, int32_t s, int32_t pos)
 {
@@ -130,7 +136,7 @@ size_t ts_tag_value_bound(const ts_sim *sim, int32_t s, int32_t pos)
         }
         n += m;
     }
-    return n;
+    return n + (pos == 0 && sim->churn_m > 0 ? TS_CHURN_SUFFIX_MAX : 0);
 }
 
 /* ---- validation ---------------------------------------------------------- */
@@ -740,6 +746,45 @@ uint64_t ts_sim_record_bound(const ts_sim *sim, int32_t fmt)
     return m;
 }
 
+/* ---- series churn ------------------------------------------------------------- */
+
+/* how often entity was replaced by the start of epoch's churn period: the periods
+ * 1..k replace the positions [0, k * churn_m) of the cycle, counted from churn_off */
+static int64_t churn_gen(const ts_sim *sim, int64_t entity, int64_t epoch)
+{
+    if (!sim->churn_m || epoch <= 0) return 0;
+    __int128 k = (__int128)epoch * sim->interval_ns / sim->churn_ns;
+    __int128 reach = k * sim->churn_m;
+    int64_t pos = (entity - sim->churn_off) % sim->churn_n;
+    if (pos < 0) pos += sim->churn_n;
+    return reach > pos ? (int64_t)((reach - pos - 1) / sim->churn_n + 1) : 0;
+}
+
+int64_t ts_sim_churn_generation(const ts_sim *sim, int64_t entity, int64_t epoch)
+{
+    return sim ? churn_gen(sim, entity, epoch) : 0;
+}
+
+int32_t ts_sim_set_churn(ts_sim *sim, int64_t entities, int64_t per_period, int64_t period_ns)
+{
+    if (!sim || sim->mem || sim->n_entity_tags < 1 || sim->has_faults || entities < sim->entity_lo + sim->n_entities ||
+        entities < 1 || per_period < 1 || per_period > entities || period_ns < 1)
+        return TS_ERR_ARG;
+    sim->churn_n = entities;
+    sim->churn_m = per_period;
+    sim->churn_ns = period_ns;
+    sim->churn_off = (int64_t)(ts_stream_key(sim->seed, -1, -1, TS_SLOT_CHURN) % (uint64_t)entities);
+    uint64_t scratch = 0;
+    for (int32_t f = 0; f < TS_FMT_COUNT; f++) {      /* room for the longer first tag */
+        compute_bounds(sim, f);
+        if (ts_sim_record_bound(sim, f) > scratch) scratch = ts_sim_record_bound(sim, f);
+    }
+    char *grown = realloc(sim->pfx_scratch, scratch + TS_PIECE_PAD);
+    if (!grown) return TS_ERR_NOMEM;
+    sim->pfx_scratch = grown;
+    return TS_OK;
+}
+
 /* ---- output sinks ------------------------------------------------------------- */
 
 typedef struct sink {
@@ -751,19 +796,35 @@ typedef struct sink {
     ts_fill_result *res;
 } sink;
 
-/* the tag part of (el, s) in format fmt from the cache, built there the first time;
- * NULL when fmt is not the one cached (or it does not fit) */
-static const char *cached_prefix(ts_sim *sim, int32_t fmt, int64_t el, int32_t s, size_t *len)
+/* where the cache keeps (el, s)'s tag part under churn: a slot of its bound of its own, so a
+ * renewed series' text is rebuilt in place (without churn the parts are packed in the order
+ * the cursor first needs them) */
+static uint64_t churn_slot(const ts_sim *sim, int32_t fmt, int64_t el, int32_t s)
+{
+    uint64_t before = 0, all = 0;
+    for (int32_t i = 0; i < sim->n_series; i++) {
+        if (i == s) before = all;
+        all += sim->pfx_bound[fmt][i];
+    }
+    return (uint64_t)el * all + before;
+}
+
+/* the tag part of (el, s) in format fmt from the cache, built there the first time and,
+ * under churn, again at a renewed series' first record (renew); NULL when fmt is not the
+ * one cached (or it does not fit) */
+static const char *cached_prefix(ts_sim *sim, int32_t fmt, int64_t el, int32_t s, int renew, size_t *len)
 {
     ts_prefix_cache *c = &sim->cache;
     if (fmt != c->fmt) return NULL;
     uint64_t *e = &c->index[(size_t)el * (size_t)sim->n_series + (size_t)s];
-    if (*e == UINT64_MAX) {
-        if (c->cap - c->used < sim->pfx_bound[fmt][s]) return NULL;
-        size_t n = ts_formats[fmt]->prefix(sim, sim->entity_lo + el, s, -1, c->blob + c->used);
+    if (*e == UINT64_MAX || renew) {
+        uint64_t at = sim->churn_m ? churn_slot(sim, fmt, el, s) : c->used;
+        if (!sim->churn_m && c->cap - c->used < sim->pfx_bound[fmt][s]) return NULL;
+        size_t n = ts_formats[fmt]->prefix(sim, sim->entity_lo + el, s, -1, c->blob + at);
+        *e = UINT64_MAX;
         if (n >> TS_PFX_LEN_BITS) return NULL;
-        *e = (uint64_t)c->used << TS_PFX_LEN_BITS | n;
-        c->used += n;
+        *e = at << TS_PFX_LEN_BITS | n;
+        if (at + n > c->used) c->used = at + n;
     }
     *len = (size_t)(*e & ((UINT64_C(1) << TS_PFX_LEN_BITS) - 1));
     return c->blob + (*e >> TS_PFX_LEN_BITS);
@@ -793,7 +854,7 @@ static __attribute__((noinline)) void emit_columns(const ts_sim *sim, const sink
 
 /* one record's text at the end of k's buffer; 0 when it does not fit */
 static int emit_text(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, const double *vals,
-                     int32_t null_field, int32_t null_tag)
+                     int32_t null_field, int32_t null_tag, int renew)
 {
     const ts_format_ops *ops = ts_formats[k->fmt];
     if (k->cap - k->used < sim->bound[k->fmt][s]) return 0;
@@ -811,7 +872,7 @@ static int emit_text(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch,
         stamp = local;
     }
     size_t plen = 0;
-    const char *pfx = null_tag >= 0 ? NULL : cached_prefix(sim, k->fmt, el, s, &plen);  /* in the cursor's order */
+    const char *pfx = null_tag >= 0 ? NULL : cached_prefix(sim, k->fmt, el, s, renew, &plen);  /* cursor's order */
     ts_rec r = {sim->entity_lo + el, s, time_ns, vals, null_field, null_tag};
     if (!pfx) {
         /* not from the cache (a null tag, or a format other than the cached one): build it now */
@@ -917,14 +978,20 @@ static int emit(ts_sim *sim, sink *k, int64_t el, int32_t s, int64_t epoch, cons
                 int32_t null_field, int32_t null_tag)
 {
     if (k->res->rows >= k->row_cap) return 0;
+    int64_t gen = churn_gen(sim, sim->entity_lo + el, epoch);
+    int renewed = gen > 0 && gen != churn_gen(sim, sim->entity_lo + el, epoch - 1);   /* a new series' first */
     if (k->fmt >= 0) {
-        if (!emit_text(sim, k, el, s, epoch, vals, null_field, null_tag)) return 0;
+        sim->render_gen = gen;
+        int done = emit_text(sim, k, el, s, epoch, vals, null_field, null_tag, renewed);
+        sim->render_gen = 0;
+        if (!done) return 0;
     } else if (k->cols) {
         emit_columns(sim, k, el, s, epoch, vals, null_field, null_tag);
     }
     if (sim->stats) add_stats(sim, el, s, vals, null_field);
     k->res->rows++;
     k->res->values += sim->visible[s] - (null_field >= 0);
+    k->res->series_created += epoch == 0 || renewed;
     return 1;
 }
 

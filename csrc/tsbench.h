@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 /* CDEF BEGIN */
-#define TS_API_VERSION 10
+#define TS_API_VERSION 11
 
 /* step distributions: normal(mean=a, sd=b) | uniform[a, b) | constant a */
 enum { TS_DIST_NORMAL = 0, TS_DIST_UNIFORM = 1, TS_DIST_CONST = 2 };
@@ -134,6 +134,8 @@ typedef struct ts_fill_result {
     int32_t done;          /* 1 when the simulation has emitted everything */
     int32_t bad_field;     /* TS_ERR_VALUE: the field (index in schema.fields) that was not finite */
     int64_t bad_time;      /* TS_ERR_VALUE: its timestamp (ns); the fill stopped before its record */
+    int64_t series_created; /* records that were their series' first: epoch 0's, and a churned entity's
+                               first of its new generation (ts_sim_set_churn) */
 } ts_fill_result;
 
 /* columnar output: one entry per record; values is row-major [cap][width],
@@ -200,6 +202,19 @@ typedef struct ts_field_stats {
  * NULL: stop. TS_ERR_ARG on sizes that do not match */
 int32_t ts_sim_set_stats(ts_sim *sim, ts_field_stats *fields, int32_t n_fields, uint8_t *seen,
                          uint64_t seen_cap, int64_t *series, int32_t n_series);
+
+/* series churn (a stream's --churn), before ts_sim_set_memory: of the dataset's `entities`
+ * (all writers' together), `per_period` are replaced by new ones every period_ns of data
+ * time, in turn from an offset the seed draws (period j replaces the per_period entities
+ * after period j-1's, cyclically). A replaced entity's series are new: its first entity
+ * tag's value gains "_g" and its generation (how often it was replaced so far); the tag
+ * part cache keeps each (entity, series) in a slot of its own, rebuilt at a renewal. The
+ * schema needs an entity tag and no faults (each series one record an epoch, in order);
+ * TS_ERR_ARG otherwise or on bad numbers */
+int32_t ts_sim_set_churn(ts_sim *sim, int64_t entities, int64_t per_period, int64_t period_ns);
+
+/* the churn generation of an entity at an epoch (0 without churn) */
+int64_t ts_sim_churn_generation(const ts_sim *sim, int64_t entity, int64_t epoch);
 
 /* bytes a single record of the schema can take at most in format fmt */
 uint64_t ts_sim_record_bound(const ts_sim *sim, int32_t fmt);

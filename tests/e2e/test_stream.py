@@ -7,7 +7,8 @@ server); a mixed run records writes and every query type per second; --target-la
 brings a queueing server's latency to about the target; the distinct series grow
 through the first epoch; the per-second figures reach a line-protocol endpoint while the
 run goes and are served for Prometheus, and drawn as a live table; the freshness probe
-finds the fault server's visibility delay; --time spreads the points; a stream
+finds the fault server's visibility delay; --time spreads the points; a churned stream
+into VictoriaMetrics verifies and counts its new series per second; a stream
 experiment records every cell's seconds, its report plots them and the analysis
 notebook merges their histograms; bad options and bad stream sections are one line."""
 
@@ -189,7 +190,11 @@ def test_bad_options_are_one_line():
                         (["-t", "null", "--duration", "1", "--ratio", "w9q1"], "e.g. write:9,query:1; got 'w9q1'"),
                         (["-t", "null", "--duration", "1", "--ratio", "write:9,query:1", "--query-rate", "2"],
                          "give one"),
-                        (["-t", "null", "--duration", "1", "--ratio", "write:9,query:1"], "come from --queries")):
+                        (["-t", "null", "--duration", "1", "--ratio", "write:9,query:1"], "come from --queries"),
+                        (["-t", "null", "--duration", "1", "--churn", "0/60s"], "--churn: FRACTION/INTERVAL"),
+                        (["-t", "null", "--duration", "1", "--churn", "0.1/0s"], "must be positive"),
+                        (["-t", "null", "-u", "iot", "--duration", "1", "--churn", "0.1/60s"],
+                         "--churn: the dataset has missing or late points")):
         p = run_cli("stream", *args, check=False)
         err = p.stderr.decode()
         assert p.returncode == 2 and words in err and err.count("\n") == 1 and "secret" not in err, err
@@ -379,7 +384,8 @@ def _notebook_merges_the_histograms(run, cells):
     ("phases: [stream]\nstream: {query_ratio: 'write:9,query:1'}", "set queries: true"),
     ("phases: [stream]\nstream: {queries: true, query_ratio: '9:1'}", "query_ratio: give write:W,query:Q"),
     ("phases: [stream]\nstream: {time: 1h}", "time spreads points_per_series points over a span"),
-    ("phases: [stream]\nstream: {time: 1x, points_per_series: 4}", "time: ")])
+    ("phases: [stream]\nstream: {time: 1x, points_per_series: 4}", "time: "),
+    ("phases: [stream]\nstream: {churn: 2/60s}", "churn: FRACTION/INTERVAL with a fraction in (0, 1]")])
 def test_a_bad_stream_section_is_one_line_naming_the_field(tmp_path, change, words):
     from tsbench.core.errors import UserError
     from tsbench.experiments.experiment import load_experiment
@@ -439,3 +445,22 @@ def test_the_live_table_shows_each_writer_and_all_of_them():
     assert "stream influx: second 1, 30 rows, 0 errors" in text
     lines = [ln for ln in text.splitlines() if " all " in ln]
     assert lines and "30" in lines[-1] and "100.0" in lines[-1], text      # the slow writer's 100 ms is all's p99
+
+
+def test_a_churned_stream_verifies_and_counts_its_new_series_per_second(tmp_path):
+    """DevOps-10, 20 epochs 10 s apart, 0.2/20s: 2 of the 10 hosts renewed every other epoch,
+    so 90 series in epoch 0 and 9 x 2 x 9 new ones, into a real VictoriaMetrics (seconds)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    out, sec = tmp_path / "s.json", tmp_path / "s.parquet"
+    run_cli("stream", "-t", "victoriametrics", "--server", "local", "-u", "devops", "--scale", "10",
+            "--points-per-series", "20", "--churn", "0.2/20s", "-w", "2", "--batch-size", "100", "--json", str(out),
+            "--seconds", str(sec), "--quiet")
+    s = json.loads(out.read_text())
+    assert s["status"] == "ok" and s["rows"] == 1800 and s["verify"]["ok"]
+    assert s["verify"]["counted"] == s["verify"]["expected"] == 20_200
+    t = pq.read_table(sec).to_pandas()
+    w = t[t.op == "write"]
+    assert w.series_created.sum() == 90 + 9 * 2 * 9 == w.groupby("writer").series.max().sum()

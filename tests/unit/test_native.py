@@ -192,7 +192,7 @@ def test_stale_build_is_reported_in_one_line(tmp_path):
 
 
 def test_api_version_matches():
-    assert lib.ts_api_version() == native.API_VERSION == 10
+    assert lib.ts_api_version() == native.API_VERSION == 11
 
 
 def test_build_id_is_the_hash_of_the_sources():

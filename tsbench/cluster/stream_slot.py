@@ -54,6 +54,7 @@ async def _run(job: StreamSlotJob, live, stop) -> dict:
     from tsbench.data.datafile import tables_of
     from tsbench.data.dataset import resolve
     from tsbench.databases.shared.spread import make_target
+    from tsbench.stream.churn import churn_of
     from tsbench.stream.run import StreamResult, Writers, epochs_of, stop_after
     from tsbench.stream.source import BatchSource
     from tsbench.stream.stats import Stats
@@ -65,7 +66,8 @@ async def _run(job: StreamSlotJob, live, stop) -> dict:
         await t.attach(tables_of(ds, 0, 0))
         shares = _writer_shares(*job.entities, opts.writers)
         epochs = epochs_of(ds, opts)
-        sources = [BatchSource(ds, type(t).format, lo, hi, epochs, opts.batch_size) for lo, hi in shares]
+        churn = churn_of(ds, opts.churn)
+        sources = [BatchSource(ds, type(t).format, lo, hi, epochs, opts.batch_size, churn) for lo, hi in shares]
         stats = Stats(len(shares), [(hi - lo) * len(ds.schema.series) for lo, hi in shares])
         res = StreamResult(type(t).name, t.url, len(shares))
         me = psutil.Process()

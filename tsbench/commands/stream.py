@@ -49,6 +49,7 @@ def stream(target_name, server, options, server_options, ports, json_out, second
     from tsbench import databases
     from tsbench.data.dataset import resolve
     from tsbench.experiments import session
+    from tsbench.stream.churn import churn_of
     from tsbench.stream.run import StreamOptions
 
     cls = databases.target_class(target_name)
@@ -69,6 +70,7 @@ def stream(target_name, server, options, server_options, ports, json_out, second
         data["interval"] = _spread(time_span, data["interval"], opts.points_per_series)
     ds = resolve(_stream_spec(data))
     _check_probe(cls, ds, opts.freshness)
+    churn_of(ds, opts.churn)                 # said before a server starts
     reach = session.Reach(target_name, server, topts, key_values(server_options, "--server-option"),
                           port_numbers(ports), keep_server, stall_seconds=opts.stall_seconds)
     summary, results = _stream_trials(reach, ds, opts, json_out, quiet)

@@ -19,7 +19,7 @@ from tsbench.data.simmemory import Budget, allocate
 if TYPE_CHECKING:      # numpy is imported where it is used: generating text never needs it (~50 ms of start-up)
     import numpy as np
 
-API_VERSION = 10  # TS_API_VERSION of the csrc/tsbench.h this package was written against
+API_VERSION = 11  # TS_API_VERSION of the csrc/tsbench.h this package was written against
 
 FORMATS = {"influx": 0, "csv": 1}  # TS_FMT_* values
 
@@ -82,10 +82,12 @@ class Fill:
     n_marks: int
     epoch: int
     done: bool
+    series_created: int = 0      # records that were their series' first (epoch 0's, a churned entity's new ones)
 
 
 def _fill(res) -> Fill:
-    return Fill(res.bytes, res.rows, res.values, res.first_epoch, res.n_marks, res.epoch, bool(res.done))
+    return Fill(res.bytes, res.rows, res.values, res.first_epoch, res.n_marks, res.epoch, bool(res.done),
+                res.series_created)
 
 
 class Simulator:
@@ -167,6 +169,15 @@ class Simulator:
             _check(n, "state_behind")
             p = self._parts
             self.memory.release([(p[3 * i], p[3 * i + 1], p[3 * i + 2]) for i in range(n)])
+
+    def set_churn(self, entities: int, per_period: int, period_ns: int) -> None:
+        """Series churn before the first fill (ts_sim_set_churn): of the dataset's `entities`,
+        `per_period` replaced by new series every period_ns of data time."""
+        _check(lib.ts_sim_set_churn(self._sim, entities, per_period, period_ns), "set_churn")
+
+    def churn_generation(self, entity: int, epoch: int) -> int:
+        """How often the entity was replaced by that epoch (0 without churn)."""
+        return int(lib.ts_sim_churn_generation(self._sim, entity, epoch))
 
     def record_bound(self, fmt: str) -> int:
         return int(lib.ts_sim_record_bound(self._sim, FORMATS[fmt]))

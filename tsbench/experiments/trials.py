@@ -132,6 +132,7 @@ def stream_columns(ds, res) -> dict:
     lat, q, f = s["latency_ms"], s["queries"], s["freshness"]
     return {"series": ds.entities * len(ds.schema.series), "stream_seconds": s["seconds"],
             "stream_rows": s["rows"], "stream_values": s["values"], "rows_per_s": s["rows_per_s"],
+            "stream_series_created": sum(r["series_created"] for r in res.table),
             "values_per_s": s["values_per_s"], "stream_errors": s["errors"], "stream_backoffs": s["backoffs"],
             "stream_p50_ms": lat.get("p50"), "stream_p99_ms": lat.get("p99"), "stream_max_ms": lat.get("max"),
             "client_cpu_s": s["client_cpu_seconds"], "server_cpu_s": s["server_cpu_seconds"],

@@ -38,6 +38,9 @@ class StreamSettings(Batches):
     points_per_series: int | None = Field(None, ge=1, le=bounds.MAX_COUNT, description="Points per series, then stop.")
     time: str | None = Field(None, description="Spread each series' points_per_series points over this span (inch's "
                                                "-time), e.g. 1h: the interval is the span over the points.")
+    churn: Annotated[str | None, Cli(metavar="FRACTION/INTERVAL")] = Field(
+        None, description="Series churn, as pods come and go: every INTERVAL of data time that FRACTION of the "
+                          "series is replaced by new ones (new tag values), e.g. 0.1/60s.")
     max_errors: int = Field(0, ge=0, le=bounds.MAX_COUNT,
                             description="Refused batches tolerated (dropped and counted); one more stops the run.")
     queries: Annotated[bool, Cli(command=False)] = Field(
@@ -75,8 +78,9 @@ class StreamSettings(Batches):
             raise ValueError("queries and freshness run from one client; not with cluster")
         try:
             self.ratio()
+            self.churn_rule()
         except UserError as exc:
-            raise ValueError(str(exc).replace("--ratio", "query_ratio")) from None
+            raise ValueError(str(exc).replace("--ratio", "query_ratio").replace("--churn", "churn")) from None
         return self
 
     def interval(self) -> str | None:
@@ -89,6 +93,12 @@ class StreamSettings(Batches):
             return spread_interval(self.time, self.points_per_series, "time")
         except UserError as exc:
             raise ValueError(str(exc)) from None
+
+    def churn_rule(self):
+        """churn as a Churn (stream/churn.py), or None."""
+        from tsbench.stream.churn import parse_churn
+
+        return parse_churn(self.churn) if self.churn is not None else None
 
     def ratio(self) -> tuple[int, int] | None:
         """query_ratio as (write batches, queries), or None."""

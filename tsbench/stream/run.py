@@ -31,6 +31,7 @@ from tsbench.databases.shared.target import Target
 from tsbench.load.measures import CpuSpent, count_settled
 from tsbench.load.pump import first_error
 from tsbench.stream.options import StreamCommand
+from tsbench.stream.churn import churn_of, parse_churn
 from tsbench.stream.pace import Pacer
 from tsbench.stream.source import BatchSource
 from tsbench.stream.stats import Stats
@@ -87,6 +88,8 @@ class StreamOptions(BackoffRule):
             raise UserError("--ratio: the queries to mix in come from --queries (a queries file)")
         if self.cluster:
             self._check_cluster()
+        if self.churn is not None:
+            parse_churn(self.churn)
 
     def _check_cluster(self) -> None:
         """What runs from one client only is refused with --cluster, by name."""
@@ -196,7 +199,8 @@ async def stream(target: Target, ds: Dataset, opts: StreamOptions, server_pids: 
     shares = [ds.group_range(w, writers) for w in range(writers)]
     tables = tables_of(ds, 0, 0)
     epochs = epochs_of(ds, opts)
-    sources = [BatchSource(ds, fmt, lo, hi, epochs, opts.batch_size) for lo, hi in shares]
+    churn = churn_of(ds, opts.churn)
+    sources = [BatchSource(ds, fmt, lo, hi, epochs, opts.batch_size, churn) for lo, hi in shares]
     stats = Stats(writers, [(hi - lo) * len(ds.schema.series) for lo, hi in shares])
     res = StreamResult(cls.name, target.url, writers, count_unit=cls.count_unit)
     await bounded(f"create in {cls.name}", opts.stall_seconds, target.create(tables, opts.if_exists))
@@ -263,7 +267,7 @@ class Writers:
                 pacer.sent(b.rows, time.perf_counter())
                 continue
             done = time.perf_counter()
-            stats.answered(w, done - start, b.rows, b.values, b.nbytes)
+            stats.answered(w, done - start, b.rows, b.values, b.nbytes, src.created)
             for listener in self.listeners:
                 listener(w, stats.rows_total[w], done)
             pacer.sent(b.rows, done, done - start)

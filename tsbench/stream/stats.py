@@ -1,7 +1,8 @@
 """Stream: per-second figures per writer that merge exactly. Each writer's write
 latencies of a second go into an HdrHistogram (microseconds, 3 significant digits);
 at the second's end it becomes one row: rows, values, bytes, batches, errors and
-backoffs in that second, the distinct series written so far, p50/p99/max, the closed
+backoffs in that second, the distinct series written so far and those created in the
+second, p50/p99/max, the closed
 loop's delay (as a target latency adapts it), and the
 histogram itself, encoded (HdrHistogram's compressed base64 form), so a notebook
 merges writers and seconds by adding histograms, never by averaging percentiles.
@@ -28,7 +29,7 @@ def merged(encoded: list[bytes | str]) -> HdrHistogram:
     return h
 
 
-COUNTS = ("rows", "values", "bytes", "batches", "errors", "backoffs", "series")
+COUNTS = ("rows", "values", "bytes", "batches", "errors", "backoffs", "series", "series_created")
 
 
 def all_writers(rows: list[dict]) -> dict:
@@ -53,6 +54,7 @@ class WriterSecond:
     batches: int = 0
     errors: int = 0
     backoffs: int = 0
+    series_created: int = 0
     delay: float | None = None           # the closed loop's delay after the second's last answer (s)
 
 
@@ -62,6 +64,7 @@ class Stats:
     def __init__(self, writers: int, series_per_epoch: list[int]):
         self.now = [WriterSecond() for _ in range(writers)]
         self.rows_total = [0] * writers
+        self.series_total = [0] * writers                 # distinct series written so far (the batches' created)
         self.series_per_epoch = series_per_epoch         # a writer's distinct series: its rows of one epoch
         self.table: list[dict] = []                       # the finished seconds, one row per writer
         self.total = histogram()
@@ -70,7 +73,8 @@ class Stats:
         self.next_second = 0                              # the second the next roll closes
         self.also_roll: list = []                         # other per-second tables closed with this one
 
-    def answered(self, w: int, latency_s: float, rows: int, values: int, nbytes: int) -> None:
+    def answered(self, w: int, latency_s: float, rows: int, values: int, nbytes: int, created: int = 0) -> None:
+        """An answered batch; created: its records that were a new series' first."""
         s = self.now[w]
         s.hist.record_value(max(LOWEST_US, min(HIGHEST_US, round(latency_s * 1e6))))
         s.rows += rows
@@ -78,6 +82,8 @@ class Stats:
         s.bytes += nbytes
         s.batches += 1
         self.rows_total[w] += rows
+        s.series_created += created
+        self.series_total[w] += created
         self.answers += 1
 
     def delay(self, w: int, seconds: float) -> None:
@@ -94,9 +100,11 @@ class Stats:
         self.answers += 1
 
     def series(self, w: int) -> int:
-        """Distinct series written so far: exact where each series has one record per
-        epoch, emitted epoch by epoch (every use case but iot's missing and late rows)."""
-        return min(self.rows_total[w], self.series_per_epoch[w])
+        """Distinct series written so far: the answered records that were a series' first (the
+        C simulator's count: epoch 0's, and with churn each renewed entity's first of its new
+        series); exact where each series has one record per epoch (every use case but iot's
+        missing and late rows)."""
+        return self.series_total[w]
 
     def roll(self, second: int) -> list[dict]:
         """End second `second`: one row per writer, the accumulators reset."""
@@ -106,7 +114,7 @@ class Stats:
             n = h.get_total_count()
             rows.append({"second": second, "writer": w, "rows": s.rows, "values": s.values, "bytes": s.bytes,
                          "batches": s.batches, "errors": s.errors, "backoffs": s.backoffs,
-                         "series": self.series(w),
+                         "series": self.series(w), "series_created": s.series_created,
                          "p50_ms": h.get_value_at_percentile(50) / 1e3 if n else None,
                          "p99_ms": h.get_value_at_percentile(99) / 1e3 if n else None,
                          "max_ms": h.get_max_value() / 1e3 if n else None,
