@@ -8,18 +8,19 @@ labels). The reading side is the Prometheus query API's, shared with VictoriaMet
 __name__ from a rollup's series, so two fields of one tag set would clash), over
 windows closed at both ends; the PromQL dialect (dialect.py) renders the queries.
 
-Head compaction. Samples stay in the head (memory, WAL, and the out-of-order head)
-until the head spans 1.5 block ranges (3 h by default); Prometheus 2.42 has no API
-that compacts it. compact() and create()'s drop make it span that much: one sample
-of the metric tsbench_compaction_marker, MARKER_BLOCKS block ranges after the
-newest sample in the head; the server then writes every older sample (out-of-order
-ones too) into blocks of its own accord, which is waited for. That is the settled
-form compact() measures (blocks, no WAL of the data), and the only state in which
-the admin API can delete samples: delete_series leaves out-of-order samples still
+Head compaction. Samples stay in the head (memory, WAL, and the out-of-order head) until
+the head spans 1.5 block ranges (3 h by default); Prometheus 2.42 has no API that
+compacts it. compact() and create()'s drop make it span that much: one sample of the
+metric tsbench_compaction_marker, MARKER_BLOCKS block ranges after the newest sample in
+the head; the server then writes every older sample (out-of-order ones too) into blocks
+of its own accord, which is waited for (the end of a compaction is seen through the
+admin API: the server needs --web.enable-admin-api, on in tsbench's local one). That is
+the settled form compact() measures (blocks, no WAL of the data), and the only state in
+which the admin API can delete samples: delete_series leaves out-of-order samples still
 in the head alone, and a series it emptied in the head keeps its last sample, which
 swallows that sample when it is written again (prometheus#11790; seen on 2.42). The
-marker's samples stay (one a compaction); a later, older sample of the marker is out
-of order (the server needs its out-of-order window, as tsbench's local one has)."""
+marker's samples stay (one a compaction), and a sample older than the marker is out of
+order from then on (the server needs its out-of-order window, as tsbench's local one has)."""
 
 from __future__ import annotations
 
@@ -118,20 +119,24 @@ class PrometheusTarget(PromApiTarget):
     async def _compact_head(self) -> None:
         """Every sample of the head (in order and out of order) into blocks: the marker sample
         MARKER_BLOCKS block ranges after the head's newest makes the server compact all that
-        is older; done when the head holds nothing but the marker's series."""
+        is older. The head's oldest time passing its newest before the marker says the
+        compaction has begun (its in-order part); clean_tombstones, which waits for the lock
+        a compaction holds to its end (the out-of-order part too), says it has ended."""
         head = await self._head()
         if head["numSeries"] == 0:
             return
-        t_ms = max(head["maxTime"], 0) + MARKER_BLOCKS * await self._block_range_ms()
+        newest = head["maxTime"]
+        t_ms = max(newest, 0) + MARKER_BLOCKS * await self._block_range_ms()
         line = f"{MARKER} marker=1 {t_ms * 1_000_000}\n".encode()
         await self.http.post("/api/v1/write", self.remote_write.body(memoryview(line)),
                              headers=self.remote_write.headers)
         deadline = time.monotonic() + COMPACT_TIMEOUT
-        while (head := await self._head())["numSeries"] > 1:
+        while (head := await self._head())["minTime"] <= newest:
             if time.monotonic() > deadline:
-                raise Fatal(f"{self.what}: the head still holds {head['numSeries']} series "
+                raise Fatal(f"{self.what}: the head still starts at {head['minTime']} ms "
                             f"{COMPACT_TIMEOUT:.0f} s after a sample that makes it compact")
             await asyncio.sleep(0.25)
+        await self._admin("clean_tombstones")
 
     async def _block_range_ms(self) -> int:
         """--storage.tsdb.min-block-duration (a Go duration such as 2h), in ms."""
