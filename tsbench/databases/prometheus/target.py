@@ -63,6 +63,7 @@ class PrometheusTarget(PromApiTarget):
     probe_path = "/-/ready"
     closed_windows = True
     one_metric_a_rollup = True
+    exact_int_sums = True               # doubles kept exactly, so integer sums are checked exactly
     own_disk_figure = "prometheus_tsdb_storage_blocks_bytes"
     dialects = {"promql": PromQL}
 

@@ -45,6 +45,9 @@ class PromApiTarget(Target):
     closed_windows: ClassVar[bool] = False        # a range window [d] at t is [t-d, t], not (t-d, t]
     one_metric_a_rollup: ClassVar[bool] = False   # a rollup's series lose __name__, and may not clash
     query_params: ClassVar[dict[str, str]] = {}   # sent with every verification query
+    # an integer field's sum from each series' sum_over_time, added here in ints: exact while a
+    # series' sum over a slice stays under 2^53 (the server's sum of several series, in doubles, is not)
+    exact_int_sums: ClassVar[bool] = False
 
     def __init__(self, url=None, options=None):
         super().__init__(url, options)
@@ -77,13 +80,22 @@ class PromApiTarget(Target):
         return metric_regex(t, fields, self.metric)
 
     # ---- verify -------------------------------------------------------------------------
-    async def _instant_or_none(self, expr: str, t_s: int) -> float | None:
+    async def _instant_values(self, expr: str, t_s: int) -> list[str]:
+        """The values (as the server wrote them) of an instant query's series."""
         body = await self.http.get_ok("/api/v1/query", {"query": expr, "time": str(t_s), **self.query_params})
         doc = json.loads(body)
         if doc.get("status") != "success":
             raise Fatal(f"{self.what}: {expr[:200]}: {doc.get('error') or doc}")
-        res = doc["data"]["result"]
-        return float(res[0]["value"][1]) if res else None
+        return [r["value"][1] for r in doc["data"]["result"]]
+
+    async def _instant_or_none(self, expr: str, t_s: int) -> float | None:
+        values = await self._instant_values(expr, t_s)
+        return float(values[0]) if values else None
+
+    async def _int_sum_or_none(self, expr: str, t_s: int) -> int | None:
+        """The sum of the series' values, each an integer, in Python's ints: exact."""
+        values = await self._instant_values(expr, t_s)
+        return sum(round(float(v)) for v in values) if values else None
 
     def _slices(self, tables: Tables) -> list[tuple[int, int]]:
         """The dataset's range in ms ([start, end): a ns stamp t is kept as t // 1e6), in
@@ -95,14 +107,17 @@ class PromApiTarget(Target):
         n = math.ceil(max(tables.values, 1) / self.options.max_samples_per_query)
         return slices(lo_ms, hi_ms, n, 1 + self.closed_windows)
 
-    async def _rollups(self, agg: str, rollup: str, names: list[str], cuts) -> list[float | None]:
-        """agg(rollup(...)) of each metric regex in names over each slice, names-major."""
+    async def _rollups(self, agg: str, rollup: str, names: list[str], cuts,
+                       int_sum: bool = False) -> list[float | int | None]:
+        """agg(rollup(...)) of each metric regex in names over each slice, names-major;
+        int_sum: the rollup's values summed here, in ints, not by `agg` on the server."""
         sem = asyncio.Semaphore(QUERY_CONCURRENCY)
+        ask = self._int_sum_or_none if int_sum else self._instant_or_none
 
-        async def one(name: str, a: int, b: int) -> float | None:
+        async def one(name: str, a: int, b: int) -> float | int | None:
             async with sem:
-                return await self._instant_or_none(*window_expr(agg, rollup, self.selector(name), a, b,
-                                                                self.closed_windows))
+                return await ask(*window_expr("" if int_sum else agg, rollup, self.selector(name), a, b,
+                                              self.closed_windows))
         return list(await asyncio.gather(*(one(n, a, b) for n in names for a, b in cuts)))
 
     async def count(self, tables: Tables) -> int:
@@ -121,9 +136,12 @@ class PromApiTarget(Target):
         row = []
         for c in table.fields:
             name = [regex_quote(self.metric(f"{table.name}_{c.name}"))]
-            got = await asyncio.gather(*(self._rollups(agg, rollup, name, cuts) for agg, rollup in ROLLUPS))
+            int_sum = self.exact_int_sums and c.type == "int"
+            got = await asyncio.gather(*(self._rollups(agg, rollup, name, cuts, int_sum and rollup == "sum_over_time")
+                                         for agg, rollup in ROLLUPS))
             count, total, lo, hi = ([x for x in xs if x is not None] for xs in got)
-            row += [round(sum(count)), math.fsum(total), min(lo, default=None), max(hi, default=None)]
+            row += [round(sum(count)), sum(total) if int_sum else math.fsum(total), min(lo, default=None),
+                    max(hi, default=None)]
         return table_stats(table, round(await self._series(table, cuts)), row)
 
     async def _series(self, table: Table, cuts) -> float:
