@@ -291,3 +291,14 @@ def test_remote_write_loads_what_line_protocol_does(vm, tmp_path):
 def test_remote_write_refuses_gzip():
     with pytest.raises(UserError, match="gzip=true is for protocol=line"):
         VictoriaMetricsTarget("http://127.0.0.1:1", {"protocol": "remote-write", "gzip": True})
+
+
+def test_remote_write_load_posts_prebuilt_bodies_from_two_processes(vm, tmp_path):
+    """`tsbench load -O protocol=remote-write --processes 2`: the bodies built once beside the data
+    file (data/bodies.py), each process posting its whole records; the count verifies."""
+    df = generate(tmp_path, "devops", scale=4)
+    run_cli("load", str(df.path), "-t", "victoriametrics", "-s", vm.url, "-O", "protocol=remote-write",
+                "--processes", "2", "-b", "500", "--if-exists", "drop", "-q", "--no-compact", "--json", str(tmp_path / "load.json"))
+    doc = json.loads((tmp_path / "load.json").read_text())
+    assert doc["verify"]["ok"] is True and doc["rows"] == df.rows and doc["bytes"] == df.bytes
+    assert (tmp_path / "devops.lp.remote-write-500.bodies.json").exists()

@@ -78,6 +78,10 @@ class Target:
     count_is_local: ClassVar[bool] = False       # count() is what this instance was sent (null): each
                                                  # --cluster slot counts its own, and the driver sums them
     settle_seconds: ClassVar[float] = 0.0        # how long a flushed store may take to show all it acknowledged
+    # the remote-write body builder (shared/remote_write.RemoteWriteBody) of an instance that
+    # loads by remote-write, else None: the load phase then builds every batch's body before its
+    # timed part (data/bodies.py) and write() gets them as Prebuilt batch data
+    remote_write = None
     # value verification (verify.py): for each of model.STAT_KINDS, None if stats() answers it
     # exactly (a float sum: to the summation bound), else the reason it cannot be checked
     value_checks: ClassVar[dict[str, str | None]] = {k: "not implemented for this target" for k in STAT_KINDS}

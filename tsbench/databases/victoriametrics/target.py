@@ -4,7 +4,8 @@ Load: influx line protocol batches through POST /write (the shared
 HttpClient), where `cpu usage_user=..` becomes the metric cpu_usage_user
 with the tags as labels (gzip'd with -O gzip=true, http.GzipOption); with
 -O protocol=remote-write, the same series as Prometheus remote-write bodies
-to /api/v1/write (shared/remote_write.py). count() is in samples (one per field value), summed
+to /api/v1/write (shared/remote_write.py; the load phase builds them before its
+timed part: data/bodies.py). count() is in samples (one per field value), summed
 by PromQL count_over_time per table and time slice (count.py), so no query
 meets the server's per-query limits.
 
