@@ -1,4 +1,5 @@
 """Prometheus (phases 2-5): a local server from Debian's package, written to by
-remote-write; the target and its load come in a later step."""
+remote-write, counted in PromQL."""
 
+TARGETS = {"prometheus": "target:PrometheusTarget"}
 SERVERS = {"prometheus": "server:PrometheusServer"}

@@ -10,9 +10,10 @@ import re
 from tsbench.core.model import Table
 
 
-def metric_regex(t: Table) -> str:
-    """The metric names of table t's fields, as one RE2 alternation inside a PromQL string."""
-    return "|".join(re.sub(r"([\\.+*?()|\[\]{}^$\"])", r"\\\\\1", f"{t.name}_{f}") for f in t.field_names)
+def metric_regex(t: Table, field: str | None = None) -> str:
+    """The metric names of table t's fields (or of one), as one RE2 alternation inside a PromQL string."""
+    return "|".join(re.sub(r"([\\.+*?()|\[\]{}^$\"])", r"\\\\\1", f"{t.name}_{f}")
+                    for f in ([field] if field else t.field_names))
 
 
 def slices(lo_ms: int, hi_ms: int, n: int) -> list[tuple[int, int]]:
