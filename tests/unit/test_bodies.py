@@ -28,8 +28,8 @@ def datafile(tmp_path):
 
 def test_companion_holds_each_batch_body_and_is_reused(tmp_path):
     df = datafile(tmp_path)
-    path = bodies.prebuilt(df, 500, RemoteWriteBody())
-    assert path == tmp_path / "devops.lp.remote-write-500.bodies"
+    path, built = bodies.prebuilt(df, 500, RemoteWriteBody())
+    assert built and path == tmp_path / "devops.lp.remote-write-500.bodies"
     batches = list(BatchReader(df.path, "influx", 500))
     got = list(bodies.BodyReader(path))
     assert len(got) == len(batches) > 5
@@ -37,23 +37,23 @@ def test_companion_holds_each_batch_body_and_is_reused(tmp_path):
         assert (g.rows, g.values, g.nbytes) == (b.rows, b.values, b.nbytes)
         want = bytes(native.RemoteWriteEncoder().encode(b.data).body)
         assert bytes(cramjam.snappy.decompress_raw(bytes(g.data.body))) == want
-    built = path.stat().st_mtime_ns
-    assert bodies.prebuilt(df, 500, RemoteWriteBody()) == path and path.stat().st_mtime_ns == built
-    assert bodies.prebuilt(df, 700, RemoteWriteBody()) != path       # another batch size, another file
+    mtime = path.stat().st_mtime_ns
+    assert bodies.prebuilt(df, 500, RemoteWriteBody()) == (path, False) and path.stat().st_mtime_ns == mtime
+    assert bodies.prebuilt(df, 700, RemoteWriteBody())[0] != path      # another batch size, another file
 
 
 def test_a_changed_data_file_builds_the_companion_again(tmp_path):
     df = datafile(tmp_path)
-    path = bodies.prebuilt(df, 500, RemoteWriteBody())
+    path, _ = bodies.prebuilt(df, 500, RemoteWriteBody())
     before = path.read_bytes()
     os.utime(df.path, ns=(1, 1))
     path.write_bytes(b"")               # were it reused, its reader would find no batch
-    assert bodies.prebuilt(df, 500, RemoteWriteBody()).read_bytes() == before
+    assert bodies.prebuilt(df, 500, RemoteWriteBody()) == (path, True) and path.read_bytes() == before
 
 
 def test_record_ranges_are_whole_records_covering_the_file(tmp_path):
     df = datafile(tmp_path)
-    path = bodies.prebuilt(df, 300, RemoteWriteBody())
+    path, _ = bodies.prebuilt(df, 300, RemoteWriteBody())
     whole = [(b.rows, bytes(b.data.body)) for b in bodies.BodyReader(path)]
     for parts in (1, 2, 3, 7):
         ranges = bodies.record_ranges(path, parts)
@@ -87,10 +87,15 @@ class Sink(Target):
 
 def test_the_load_phase_posts_the_prebuilt_bodies(tmp_path):
     df = datafile(tmp_path)
+    opts = LoadOptions(workers=2, batch_size=400, verify=False, compact=False, progress=False)
     t = Sink()
-    res = asyncio.run(load(t, df, LoadOptions(workers=2, batch_size=400, verify=False, compact=False,
-                                               progress=False)))
+    res = asyncio.run(load(t, df, opts))
     assert (res.rows, res.values, res.bytes) == (df.rows, df.values, df.bytes)
     assert all(pre for pre, _ in t.posted)
+    path = bodies.companion_path(df.path, 400)
+    assert res.summary()["bodies"] | {"seconds": 0, "cpu_seconds": 0} == {
+        "format": "remote-write", "file": str(path), "built": True, "seconds": 0, "cpu_seconds": 0,
+        "bytes": path.stat().st_size}
+    assert asyncio.run(load(Sink(), df, opts)).bodies["built"] is False      # the second load reuses them
     want = [bytes(RemoteWriteBody().body(b.data)) for b in BatchReader(df.path, "influx", 400)]
     assert sorted(body for _, body in t.posted) == sorted(want)

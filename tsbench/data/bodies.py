@@ -53,16 +53,17 @@ def _source(df) -> dict:
             "rows": df.rows, "values": df.values}
 
 
-def prebuilt(df, batch_rows: int, encoder) -> pathlib.Path:
-    """The companion of data file df (a DataFile) for batches of batch_rows: reused when its
-    manifest matches the data file, else built (encoder.body(data): one batch's body)."""
+def prebuilt(df, batch_rows: int, encoder) -> tuple[pathlib.Path, bool]:
+    """The companion of data file df (a DataFile) for batches of batch_rows, and whether it was
+    built now: reused when its manifest matches the data file, else built (encoder.body(data):
+    one batch's body)."""
     path = companion_path(df.path, batch_rows)
     mpath = pathlib.Path(f"{path}.json")
     want = {"version": VERSION, "body_format": BODY_FORMAT, "batch_rows": batch_rows, "source": _source(df)}
     try:
         have = json.loads(mpath.read_text())
         if {k: have.get(k) for k in want} == want and path.stat().st_size == have["bytes"]:
-            return path
+            return path, False
     except (OSError, ValueError, KeyError, TypeError):
         pass                    # none yet, or damaged: built again below
     try:
@@ -74,7 +75,7 @@ def prebuilt(df, batch_rows: int, encoder) -> pathlib.Path:
     except OSError as exc:
         raise UserError(f"{path}: cannot write the pre-built {BODY_FORMAT} bodies beside the data file "
                         f"({exc.strerror or exc}); copy the data file to a folder you can write") from None
-    return path
+    return path, True
 
 
 def _write(df, batch_rows: int, encoder, path: pathlib.Path) -> dict:

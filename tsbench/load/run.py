@@ -86,6 +86,7 @@ class LoadResult:
     timeline: list = field(default_factory=list)
     clients: list = field(default_factory=list)      # --cluster: each slot's worker, host and figures
     counted_by_slots: int | None = None              # --cluster into a target whose count is local
+    bodies: dict = field(default_factory=dict)      # request bodies built before the timed part (untimed)
     status: str = "ok"
     reason: str = ""
 
@@ -110,6 +111,7 @@ class LoadResult:
                        "ok": self.verified, "values": self.value_checks},
             "compact_seconds": None if self.compact_seconds is None else round(self.compact_seconds, 3),
             "disk": self.disk, "timeline": self.timeline,
+            "bodies": self.bodies,
             "clients": len(self.clients) or 1,
             "client_hosts": sorted({c["host"] for c in self.clients}) or [socket.gethostname()],
             "client_slots": self.clients,
@@ -263,9 +265,18 @@ class Processes:
     def __init__(self, target: Target, df: DataFile, opts: LoadOptions):
         self.target, self.df, self.opts = target, df, opts
         self.parts = opts.processes            # rows of the load's counters
-        # untimed: a remote-write target's bodies, built once per data file and batch size
-        rw = target.remote_write
-        self.bodies = None if rw is None else bodies.prebuilt(df, opts.batch_size, rw)
+        self.bodies, self.built = None, {}
+        if target.remote_write is not None:
+            self._prebuild(target.remote_write)
+
+    def _prebuild(self, encoder) -> None:
+        """Untimed: a remote-write target's bodies, built once per data file and batch size
+        (data/bodies.py); what it cost goes into the result beside the timed figures."""
+        t, cpu = time.perf_counter(), time.process_time()
+        self.bodies, built = bodies.prebuilt(self.df, self.opts.batch_size, encoder)
+        self.built = {"format": bodies.BODY_FORMAT, "file": str(self.bodies), "built": built,
+                      "seconds": round(time.perf_counter() - t, 3), "cpu_seconds": round(time.process_time() - cpu, 3),
+                      "bytes": self.bodies.stat().st_size}
 
     async def feed(self, tables: Tables, counters) -> None:
         """Every batch written and acknowledged; counters follow them live."""
@@ -277,7 +288,8 @@ class Processes:
             await _load_processes(self.target, df, tables, opts, counters, self.bodies)
 
     def into(self, res: LoadResult) -> None:
-        """Nothing to add: the sampler's figures are the whole load's."""
+        """The sampler's figures are the whole load's; the bodies' build (untimed) beside them."""
+        res.bodies = self.built
 
 
 async def _timed(rows: int, tables: Tables, opts: LoadOptions, res: LoadResult, server_pids: list[int] | None,
