@@ -30,6 +30,7 @@ def test_companion_holds_each_batch_body_and_is_reused(tmp_path):
     df = datafile(tmp_path)
     path, built = bodies.prebuilt(df, 500, RemoteWriteBody())
     assert built and path == tmp_path / "devops.lp.remote-write-500.bodies"
+    assert not list(tmp_path.glob("*.tmp"))
     batches = list(BatchReader(df.path, "influx", 500))
     got = list(bodies.BodyReader(path))
     assert len(got) == len(batches) > 5

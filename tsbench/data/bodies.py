@@ -68,10 +68,16 @@ def prebuilt(df, batch_rows: int, encoder) -> tuple[pathlib.Path, bool]:
         pass                    # none yet, or damaged: built again below
     try:
         mpath.unlink(missing_ok=True)
-        totals = _write(df, batch_rows, encoder, path)
-        tmp = mpath.with_suffix(".tmp")
-        tmp.write_text(json.dumps(want | totals))
-        tmp.replace(mpath)
+        # written under this process's own names, then renamed: two loads building it at once
+        # each rename whole files (the same bytes), and a reader's mapping keeps what it opened
+        tmp = pathlib.Path(f"{path}.{os.getpid()}.tmp")
+        try:
+            totals = _write(df, batch_rows, encoder, tmp)
+            tmp.replace(path)
+            tmp.write_text(json.dumps(want | totals))
+            tmp.replace(mpath)
+        finally:
+            tmp.unlink(missing_ok=True)          # left only by a build that failed
     except OSError as exc:
         raise UserError(f"{path}: cannot write the pre-built {BODY_FORMAT} bodies beside the data file "
                         f"({exc.strerror or exc}); copy the data file to a folder you can write") from None
