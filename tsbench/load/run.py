@@ -250,9 +250,7 @@ def _check_fit(cls: type[Target], df: DataFile, opts: LoadOptions) -> None:
         raise UserError(f"--cluster: target {cls.name} loads from one process only")
     if opts.cluster and df.compression != "none":
         raise UserError("--cluster needs an uncompressed data file (each worker reads its byte range)")
-    if opts.verify and not cls.can_count:
-        raise UserError(f"target {cls.name} cannot count what it was sent: load it with --no-verify "
-                        f"(its verify figures then stay empty: nothing was checked but each batch's 2xx)")
+    cls.refuse_verify(opts.verify)
     if not cls.accepts(df.format):
         raise UserError(f"target {cls.name} loads {cls.format} data; {df.path} is {df.format} "
                         f"(generate it with --format {cls.format})")

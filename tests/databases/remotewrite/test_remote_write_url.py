@@ -49,12 +49,17 @@ def test_a_load_into_a_remote_write_url_reaches_the_receiver(vm, tmp_path):
 
 
 def test_a_remote_write_url_is_not_verified_nor_dropped(vm, tmp_path):
+    """A load or stream that would verify is refused before it starts, as is a drop."""
     df = generate(tmp_path)
     url = f"{vm.url}/api/v1/write"
     p = run_cli("load", str(df.path), "-t", "remote-write", "-s", url, "-q", check=False)
     err = p.stderr.decode()
-    assert p.returncode == 2 and err.count("\n") == 1 and "load it with --no-verify" in err
+    assert p.returncode == 2 and err.count("\n") == 1 and "cannot count what it was sent: run with --no-verify" in err
     p = run_cli("load", str(df.path), "-t", "remote-write", "-s", url, "-q", "--no-verify", "--if-exists", "drop",
                 check=False)
     err = p.stderr.decode()
     assert p.returncode == 2 and err.count("\n") == 1 and "has no delete" in err
+    p = run_cli("stream", "-t", "remote-write", "-s", url, "-u", "cpu-only", "--scale", "2", "--points-per-series", "5",
+                "-q", check=False)
+    err = p.stderr.decode()
+    assert p.returncode == 2 and err.count("\n") == 1 and "cannot count what it was sent" in err

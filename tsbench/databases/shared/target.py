@@ -116,6 +116,13 @@ class Target:
                             f"bodies (only targets that post text over HTTP can: see docs/guide/load.md)")
 
     @classmethod
+    def refuse_verify(cls, verify: bool) -> None:
+        """A load or stream that would verify into a target that cannot count: refused before it starts."""
+        if verify and not cls.can_count:
+            raise UserError(f"target {cls.name} cannot count what it was sent: run with --no-verify (its verify "
+                            f"figures then stay empty: nothing is checked but each batch's 2xx answer)")
+
+    @classmethod
     def local_url(cls, instance_dir) -> str | None:
         """For in-process targets (server_kind None): the URL of a fresh local
         instance under instance_dir (`--server local`)."""
