@@ -56,6 +56,7 @@ CONTRACT = {
     "questdb": ("questdb", "http://127.0.0.1:9", {}, {}),
     "clickhouse": ("clickhouse", "http://127.0.0.1:9", {}, {}),
     "iotdb": ("iotdb", "iotdb://127.0.0.1:9", {}, {}),
+    "prometheus": ("prometheus", "http://127.0.0.1:9", {}, {}),
     # any receiver by URL: no local server, no count (load-only: the unreachable URL's line only)
     "remote-write": ("remote-write", "http://127.0.0.1:9/api/v1/write", {}, {}),
 }
@@ -285,7 +286,7 @@ def test_printed_response_is_the_servers_answer_decoded(endpoint, datafiles, ref
 
 
 # the name a server gives the field in its answer where it is not the field's own
-PRINTED_NAME = {"victoriametrics": '"tsbench_field"'}
+PRINTED_NAME = {"victoriametrics": '"tsbench_field"', "prometheus": '"tsbench_field"'}
 
 
 def _form_types(case: str, dataset: str) -> list[str]:

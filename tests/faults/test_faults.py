@@ -38,7 +38,7 @@ from tsbench.load.run import LoadOptions
 pytestmark = pytest.mark.faults
 
 KINDS = ("influx", "postgres", "victoriametrics", "mongodb", "questdb", "elasticsearch", "cassandra", "opentsdb",
-         "iotdb")
+         "iotdb", "prometheus")
 # in this order on each target: the SIGSTOP cases first (each continues the server), then the SIGKILLs
 FAULTS = [("connect", "SIGSTOP"), ("load", "SIGSTOP"), ("start", "SIGSTOP"), ("execute", "SIGSTOP"),
           ("load", "SIGKILL"), ("execute", "SIGKILL")]

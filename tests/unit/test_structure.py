@@ -207,6 +207,18 @@ def _defines(tree: ast.AST, fn: str) -> bool:
     return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == fn for n in ast.walk(tree))
 
 
+def _shared_base_defines(tree: ast.AST, fn: str) -> bool:
+    """Whether a class of tree derives from a class of databases/shared that defines fn (the
+    targets of one protocol share their query() there: shared/promapi.py)."""
+    bases = {b.id for n in ast.walk(tree) if isinstance(n, ast.ClassDef) for b in n.bases if isinstance(b, ast.Name)}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("tsbench.databases.shared."):
+            src = PKG / "databases" / "shared" / (n.module.rsplit(".", 1)[1] + ".py")
+            if {a.name for a in n.names} & bases and src.is_file() and _defines(ast.parse(src.read_text()), fn):
+                return True
+    return False
+
+
 def _database_packages() -> list[pathlib.Path]:
     return sorted(p for p in (PKG / "databases").iterdir()
                   if p.is_dir() and p.name not in ("shared", "__pycache__"))
@@ -233,7 +245,7 @@ def _package_faults(pkg: pathlib.Path) -> list[str]:
     if _assigned(tree, "dialects") is not None:
         if not dialect_files:
             out.append(f"{pkg.name}: renders queries but has no dialect.py or dialects/")
-        if not _defines(tree, "query"):
+        if not (_defines(tree, "query") or _shared_base_defines(tree, "query")):
             out.append(f"{pkg.name}: renders queries but its target.py has no query()")
     out += [f"{pkg.name}: {f.relative_to(pkg)} defines query() (it belongs in target.py)"
             for f in dialect_files if _defines(ast.parse(f.read_text()), "query")]

@@ -167,3 +167,53 @@ def test_sigint_to_the_command_that_started_it_leaves_no_process():
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_names_remote_write_sanitized_are_counted_and_summed_under_that_spelling(server):
+    """A measurement and fields with bytes a metric name may not hold: written as the encoder
+    spells them (m_x_a_b, m_x_c_d_e_), counted and summed by the target under that spelling."""
+    from tsbench.core.model import Batch
+
+    t0 = (T2016_S + 7200) * 10**9
+    lines = b"".join(b"m.x,h=1 a|b=1.5,c+d(e)=2i %d\n" % (t0 + i * 10**9) for i in range(3))
+    tables = Tables((Table("m.x", ("h",), (Column("a|b", "float"), Column("c+d(e)", "int"))),),
+                    t0, t0 + 3 * 10**9, 3, 6)
+
+    async def go():
+        t = PrometheusTarget(server.url)
+        await t.open()
+        try:
+            await t.write(Batch(memoryview(lines), 3, 6))
+            return await t.count(tables), await t.stats(tables.tables[0], tables)
+        finally:
+            await t.close()
+    count, stats = asyncio.run(go())
+    assert count == 6
+    assert _api(server, "series", **{"match[]": '{__name__=~"m_x_.*"}'})[0]["__name__"] in ("m_x_a_b", "m_x_c_d_e_")
+    assert stats.series == 1 and [f.sum for f in stats.fields.values()] == [4.5, 6.0], stats
+
+
+def test_an_integer_fields_sum_is_exact_beyond_2_53(server):
+    """Two series whose sums (each under 2^53) add up to an odd number above 2^53, which no
+    double holds: the stats' sum is exact (each series' sum_over_time added in ints), not the
+    server's sum() across series (rounded to an even number)."""
+    from tsbench.core.model import Batch
+
+    t0 = (T2016_S + 9000) * 10**9
+    big = 3 * 10**15
+    values = {"a": (big + 1, big + 1), "b": (big + 2, big + 1)}
+    lines = b"".join(b"big,h=%s v=%di %d\n" % (h.encode(), v, t0 + i * 10**9)
+                     for h, vs in values.items() for i, v in enumerate(vs))
+    tables = Tables((Table("big", ("h",), (Column("v", "int"),)),), t0, t0 + 2 * 10**9, 4, 4)
+
+    async def go():
+        t = PrometheusTarget(server.url)
+        await t.open()
+        try:
+            await t.write(Batch(memoryview(lines), 4, 4))
+            return await t.stats(tables.tables[0], tables)
+        finally:
+            await t.close()
+    exact = sum(sum(vs) for vs in values.values())
+    assert exact > 2**53 and exact % 2 == 1
+    assert asyncio.run(go()).fields["v"].sum == exact

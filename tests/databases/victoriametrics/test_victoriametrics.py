@@ -14,7 +14,7 @@ import pytest
 from tsbench.core.errors import Fatal, Retryable, UserError
 from tsbench.core.model import Batch
 from tsbench.data.datafile import open_datafile
-from tsbench.databases.victoriametrics.count import count_expr, selector
+from tsbench.databases.shared.promcount import count_expr, selector
 from tsbench.databases.victoriametrics.server import VictoriaMetricsServer
 from tsbench.databases.victoriametrics.target import VictoriaMetricsTarget
 
@@ -240,7 +240,7 @@ def test_server_options_are_checked():
 
 def test_metric_names_are_quoted_for_re2_and_metricsql():
     from tsbench.core.model import Column, Table
-    from tsbench.databases.victoriametrics.count import metric_regex
+    from tsbench.databases.shared.promcount import metric_regex
 
     t = Table("m.x", ("h",), (Column('a"b', "float"), Column("c+d e", "int")))
     assert metric_regex(t) == 'm\\\\.x_a\\"b|m\\\\.x_c\\\\+d e'

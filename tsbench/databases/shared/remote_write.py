@@ -31,3 +31,16 @@ class RemoteWriteBody:
         if isinstance(data, Prebuilt):
             return data.body
         return memoryview(cramjam.snappy.compress_raw(self.encoder.encode(data).body))
+
+
+def _allowed(c: int, metric: bool, first: bool) -> bool:
+    return (97 <= c <= 122 or 65 <= c <= 90 or c == 95 or (48 <= c <= 57 and not first)
+            or (c == 58 and metric))
+
+
+def series_name(text: str, metric: bool = True) -> str:
+    """A metric name (metric) or label name as the encoder writes it: each byte a name may
+    not hold (metric names [a-zA-Z_:][a-zA-Z0-9_:]*, label names [a-zA-Z_][a-zA-Z0-9_]*)
+    becomes '_' (csrc/remote_write.c's sanitizing; a query names the series so)."""
+    raw = text.encode("utf-8")
+    return "".join(chr(c) if _allowed(c, metric, i == 0) else "_" for i, c in enumerate(raw))
