@@ -11,7 +11,7 @@ gzip'd into InfluxDB beside TSBS with `-- --tsbs-bin DIR`),
 `nox -s bench_queries` (query latency next to a bare client sending the same bytes, per HTTP target:
 `-- --databases influx,victoriametrics,questdb,elasticsearch,opentsdb`; InfluxDB's own time too),
 `nox -s bench_protocols` (QuestDB's queries over HTTP /exec and PostgreSQL wire),
-`nox -s bench_remote_write` (VictoriaMetrics loaded by line protocol and by remote-write),
+`nox -s bench_remote_write` (VictoriaMetrics by line protocol and remote-write, Prometheus by remote-write),
 `nox -s bench_dialects` (each query type's forms per database, answers checked equal, ratios),
 `nox -s bench_tsbs` (beside TSBS on one server: `-- --tsbs-bin DIR`, its built binaries),
 `nox -s bench_memory` (peak PSS of generate and of the reference engine),
@@ -162,8 +162,9 @@ def bench_dialects(session: nox.Session) -> None:
 
 @nox.session
 def bench_remote_write(session: nox.Session) -> None:
-    """VictoriaMetrics, devops 100 hosts x 3 h: line protocol against remote-write (-O protocol=remote-write)
-    in alternating rounds: rows/s, client and server CPU, remote-write's client CPU over line protocol's."""
+    """Devops 100 hosts x 3 h into VictoriaMetrics by line protocol and by remote-write, and into Prometheus
+    by remote-write, in alternating rounds: rows/s, client and server CPU, remote-write's client CPU over
+    line protocol's."""
     session.install("-e", ".")
     session.run("python", "-m", "benchmarks.load_remote_write", *session.posargs)
 

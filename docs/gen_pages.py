@@ -221,6 +221,8 @@ def _server_version(cls: type, server: type) -> str:
 def _servers_part(cls: type) -> list[str]:
     from tsbench.databases import server_class
 
+    if cls.server_kind is None and cls.needs_url:
+        return ["No local server: a server of the user's by URL only (`--server URL`).", ""]
     if cls.server_kind is None:
         return ["tsbench runs it in-process (`--server local`): no server to install or start.", "",
                 _in_process_version(cls), "", *([RECORDED, ""] if cls.keeps_data else [])]
@@ -234,7 +236,8 @@ def _servers_part(cls: type) -> list[str]:
 
 
 def _facts(cls: type) -> list[str]:
-    facts = {"data file format": cls.format, "count() counts": cls.count_unit,
+    facts = {"data file format": cls.format,
+             "count() counts": cls.count_unit if cls.can_count else "nothing: it cannot count (load with --no-verify)",
              "several load processes": "yes" if cls.multiprocess else "no (one process)",
              "keeps the data": "yes" if cls.keeps_data else "no (a sink)",
              "float digits kept": cls.float_digits or "the exact double",

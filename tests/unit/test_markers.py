@@ -109,4 +109,4 @@ def test_what_a_test_asks_for_names_and_runs_is_found():
     assert used["_runs_commands"] == ({"duckdb", "null"}, set(), {"execute", "report", "servers"})
     assert marking.package_named("influx-flux") == "influx" and marking.package_named("null-http") == "null"
     assert marking.package_named("opensearch") == "elasticsearch" and marking.package_named("csv") is None
-    assert marking.server_packages() == set(databases.PACKAGES) - {"null", "duckdb", "clickhouse"}
+    assert marking.server_packages() == set(databases.PACKAGES) - {"null", "duckdb", "clickhouse", "remotewrite"}

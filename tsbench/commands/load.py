@@ -200,6 +200,11 @@ def _print_load(s: dict, srv) -> None:
         lines.append(f"  verified: {v['counted']:,} {v['unit']} (expected {v['expected']:,})")
     if s["compact_seconds"] is not None:
         lines.append(f"  compacted in {s['compact_seconds']:.2f} s (untimed)")
+    if s["bodies"]:
+        b = s["bodies"]
+        how = (f"built before the load in {b['seconds']:.2f} s, client CPU {b['cpu_seconds']:.2f} s" if b["built"]
+               else "reused, built by an earlier load of this file and batch size")
+        lines.append(f"  {b['format']} bodies: {how} (untimed), {b['bytes']:,} bytes")
     if s["disk"]:
         lines.append("  disk: " + ", ".join(f"{k} {n:,}" for k, n in s["disk"].items()))
     if len(s["trials"]) > 1:

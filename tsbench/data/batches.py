@@ -109,7 +109,7 @@ class BatchReader:
                 yield Batch(view[pos: pos + c.bytes], c.rows, c.values)
             pos += c.bytes
             if pos - dropped >= 2 * RESIDENT:
-                dropped = _unmap_pages(mm, dropped, pos - RESIDENT)
+                dropped = unmap_pages(mm, dropped, pos - RESIDENT)
 
 
     def _streamed(self) -> Iterator[Batch]:
@@ -155,7 +155,7 @@ def _reason(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _unmap_pages(mm: mmap.mmap, start: int, end: int) -> int:
+def unmap_pages(mm: mmap.mmap, start: int, end: int) -> int:
     """Unmap the whole pages of [start, end) from this process (they stay in the page
     cache; a later read maps them again); returns where the next drop starts."""
     end -= end % mmap.PAGESIZE

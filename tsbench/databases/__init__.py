@@ -33,6 +33,7 @@ PACKAGES = (
     "clickhouse",
     "iotdb",
     "prometheus",
+    "remotewrite",
 )
 
 TARGET_GROUP = "tsbench.targets"

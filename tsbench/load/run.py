@@ -6,7 +6,8 @@ the server (Retryable) is retried after a jittered exponential backoff; a
 Fatal stops the load with the server's own words. A sampler records rows,
 values and bytes acknowledged every second. After the timed part: verify the
 target's count against the generated count, compact (untimed) and measure
-disk bytes."""
+disk bytes. A target that loads by remote-write gets its request bodies built
+before the timed part, once per data file and batch size (data/bodies.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tsbench.core.errors import Fatal, LoadError, Retryable, UserError
 from tsbench.core.model import Tables
 from tsbench.core.options import options_fields
 from tsbench.core.watch import Stalled, bounded, watchdog
+from tsbench.data import bodies
 from tsbench.data.batches import BatchReader, byte_ranges, csv_layout
 from tsbench.data.datafile import DataFile
 from tsbench.databases.shared.backoff import BackoffRule
@@ -84,6 +86,7 @@ class LoadResult:
     timeline: list = field(default_factory=list)
     clients: list = field(default_factory=list)      # --cluster: each slot's worker, host and figures
     counted_by_slots: int | None = None              # --cluster into a target whose count is local
+    bodies: dict = field(default_factory=dict)      # request bodies built before the timed part (untimed)
     status: str = "ok"
     reason: str = ""
 
@@ -108,6 +111,7 @@ class LoadResult:
                        "ok": self.verified, "values": self.value_checks},
             "compact_seconds": None if self.compact_seconds is None else round(self.compact_seconds, 3),
             "disk": self.disk, "timeline": self.timeline,
+            "bodies": self.bodies,
             "clients": len(self.clients) or 1,
             "client_hosts": sorted({c["host"] for c in self.clients}) or [socket.gethostname()],
             "client_slots": self.clients,
@@ -116,8 +120,10 @@ class LoadResult:
 
 # ---- one process: workers over a batch iterator ---------------------------------------------
 
-def _child(target_cls, url, options, df_path, fmt, compression, tables, rng_, opts, counters, slot, errq):
-    """A load process: its own target connection and workers over one byte range."""
+def _child(target_cls, url, options, df_path, fmt, compression, tables, rng_, opts, counters, slot, errq,
+           bodies_path=None):
+    """A load process: its own target connection and workers over one byte range (of the
+    pre-built bodies' companion, if any)."""
     asyncio.events._set_running_loop(None)   # forked from inside the parent's running loop
 
     async def go():
@@ -125,9 +131,8 @@ def _child(target_cls, url, options, df_path, fmt, compression, tables, rng_, op
         await t.open()
         try:
             await t.attach(tables)
-            layout = csv_layout(tables) if fmt == "csv" else None
-            await pump(t, BatchReader(df_path, fmt, opts.batch_size, compression, layout, rng_), opts,
-                        counters, slot)
+            await pump(t, batch_reader(bodies_path, df_path, fmt, compression, tables, opts.batch_size, rng_),
+                       opts, counters, slot)
         finally:
             await t.close()
     try:
@@ -137,6 +142,15 @@ def _child(target_cls, url, options, df_path, fmt, compression, tables, rng_, op
         errq.put(str(e) or type(e).__name__)
         os._exit(1)
     os._exit(0)
+
+
+def batch_reader(bodies_path, df_path, fmt: str, compression: str, tables: Tables, batch_rows: int,
+                 byte_range: tuple[int, int] | None = None):
+    """The batches a load process sends: the pre-built bodies' (bodies_path) or the data file's."""
+    if bodies_path is not None:
+        return bodies.BodyReader(bodies_path, byte_range)
+    layout = csv_layout(tables) if fmt == "csv" else None
+    return BatchReader(df_path, fmt, batch_rows, compression, layout, byte_range)
 
 
 # ---- the phase ------------------------------------------------------------------------------
@@ -236,6 +250,7 @@ def _check_fit(cls: type[Target], df: DataFile, opts: LoadOptions) -> None:
         raise UserError(f"--cluster: target {cls.name} loads from one process only")
     if opts.cluster and df.compression != "none":
         raise UserError("--cluster needs an uncompressed data file (each worker reads its byte range)")
+    cls.refuse_verify(opts.verify)
     if not cls.accepts(df.format):
         raise UserError(f"target {cls.name} loads {cls.format} data; {df.path} is {df.format} "
                         f"(generate it with --format {cls.format})")
@@ -248,19 +263,31 @@ class Processes:
     def __init__(self, target: Target, df: DataFile, opts: LoadOptions):
         self.target, self.df, self.opts = target, df, opts
         self.parts = opts.processes            # rows of the load's counters
+        self.bodies, self.built = None, {}
+        if target.remote_write is not None:
+            self._prebuild(target.remote_write)
+
+    def _prebuild(self, encoder) -> None:
+        """Untimed: a remote-write target's bodies, built once per data file and batch size
+        (data/bodies.py); what it cost goes into the result beside the timed figures."""
+        t, cpu = time.perf_counter(), time.process_time()
+        self.bodies, built = bodies.prebuilt(self.df, self.opts.batch_size, encoder)
+        self.built = {"format": bodies.BODY_FORMAT, "file": str(self.bodies), "built": built,
+                      "seconds": round(time.perf_counter() - t, 3), "cpu_seconds": round(time.process_time() - cpu, 3),
+                      "bytes": self.bodies.stat().st_size}
 
     async def feed(self, tables: Tables, counters) -> None:
         """Every batch written and acknowledged; counters follow them live."""
         df, opts = self.df, self.opts
         if opts.processes == 1:
-            layout = csv_layout(tables) if df.format == "csv" else None
-            await pump(self.target, BatchReader(df.path, df.format, opts.batch_size, df.compression, layout),
-                        opts, counters, 0)
+            reader = batch_reader(self.bodies, df.path, df.format, df.compression, tables, opts.batch_size)
+            await pump(self.target, reader, opts, counters, 0)
         else:
-            await _load_processes(self.target, df, tables, opts, counters)
+            await _load_processes(self.target, df, tables, opts, counters, self.bodies)
 
     def into(self, res: LoadResult) -> None:
-        """Nothing to add: the sampler's figures are the whole load's."""
+        """The sampler's figures are the whole load's; the bodies' build (untimed) beside them."""
+        res.bodies = self.built
 
 
 async def _timed(rows: int, tables: Tables, opts: LoadOptions, res: LoadResult, server_pids: list[int] | None,
@@ -323,16 +350,19 @@ async def settled(target: Target, df: DataFile, tables: Tables, opts: LoadOption
         res.datadir_bytes = res.disk["datadir_allocated_bytes"] = allocated_bytes(datadir)
 
 
-async def _load_processes(target: Target, df: DataFile, tables: Tables, opts: LoadOptions, counters) -> None:
-    if df.compression != "none":
+async def _load_processes(target: Target, df: DataFile, tables: Tables, opts: LoadOptions, counters,
+                          bodies_path=None) -> None:
+    if df.compression != "none" and bodies_path is None:
         raise UserError("--processes > 1 needs an uncompressed data file")
     ctx = mp.get_context("fork")
     errq = ctx.SimpleQueue()
     procs = []
-    for slot, rng_ in enumerate(byte_ranges(df.path, opts.processes)):
+    ranges = bodies.record_ranges(bodies_path, opts.processes) if bodies_path else byte_ranges(df.path, opts.processes)
+    for slot, rng_ in enumerate(ranges):
         member = getattr(type(target), "member", type(target))        # a spread is made again in the child
         p = ctx.Process(target=_child, args=(member, target.url, target_options(target), df.path, df.format,
-                                             df.compression, tables, rng_, opts, counters, slot, errq))
+                                             df.compression, tables, rng_, opts, counters, slot, errq,
+                                             bodies_path))
         p.start()
         procs.append(p)
     try:

@@ -190,6 +190,7 @@ async def stream(target: Target, ds: Dataset, opts: StreamOptions, server_pids: 
     """Create the tables, stream, verify. Raises StreamError (the figures in exc.result)."""
     opts.check()
     cls = type(target)
+    cls.refuse_verify(opts.verify)
     if opts.freshness:
         from tsbench.stream.fresh import check_probe
 

@@ -317,3 +317,14 @@ def test_otlp_into_a_server_without_it_is_one_clear_line(vm):
     with pytest.raises(UserError, match=r"protocol=otlp: .* does not accept OTLP \(POST /opentelemetry/v1/metrics: "
                                         r"HTTP 400: unsupported path.*version=1\.151\.0"):
         run(_open(vm, protocol="otlp"))
+
+
+def test_remote_write_load_posts_prebuilt_bodies_from_two_processes(vm, tmp_path):
+    """`tsbench load -O protocol=remote-write --processes 2`: the bodies built once beside the data
+    file (data/bodies.py), each process posting its whole records; the count verifies."""
+    df = generate(tmp_path, "devops", scale=4)
+    run_cli("load", str(df.path), "-t", "victoriametrics", "-s", vm.url, "-O", "protocol=remote-write",
+                "--processes", "2", "-b", "500", "--if-exists", "drop", "-q", "--no-compact", "--json", str(tmp_path / "load.json"))
+    doc = json.loads((tmp_path / "load.json").read_text())
+    assert doc["verify"]["ok"] is True and doc["rows"] == df.rows and doc["bytes"] == df.bytes
+    assert (tmp_path / "devops.lp.remote-write-500.bodies.json").exists()

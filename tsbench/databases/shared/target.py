@@ -78,6 +78,11 @@ class Target:
     count_is_local: ClassVar[bool] = False       # count() is what this instance was sent (null): each
                                                  # --cluster slot counts its own, and the driver sums them
     settle_seconds: ClassVar[float] = 0.0        # how long a flushed store may take to show all it acknowledged
+    can_count: ClassVar[bool] = True             # False: count() cannot be answered (a load must not verify)
+    # the remote-write body builder (shared/remote_write.RemoteWriteBody) of an instance that
+    # loads by remote-write, else None: the load phase then builds every batch's body before its
+    # timed part (data/bodies.py) and write() gets them as Prebuilt batch data
+    remote_write = None
     # value verification (verify.py): for each of model.STAT_KINDS, None if stats() answers it
     # exactly (a float sum: to the summation bound), else the reason it cannot be checked
     value_checks: ClassVar[dict[str, str | None]] = {k: "not implemented for this target" for k in STAT_KINDS}
@@ -111,6 +116,13 @@ class Target:
                             f"bodies (only targets that post text over HTTP can: see docs/guide/load.md)")
 
     @classmethod
+    def refuse_verify(cls, verify: bool) -> None:
+        """A load or stream that would verify into a target that cannot count: refused before it starts."""
+        if verify and not cls.can_count:
+            raise UserError(f"target {cls.name} cannot count what it was sent: run with --no-verify (its verify "
+                            f"figures then stay empty: nothing is checked but each batch's 2xx answer)")
+
+    @classmethod
     def local_url(cls, instance_dir) -> str | None:
         """For in-process targets (server_kind None): the URL of a fresh local
         instance under instance_dir (`--server local`)."""
@@ -127,7 +139,7 @@ class Target:
         return {"name": cls.name, "format": cls.format, "count_unit": cls.count_unit,
                 "server": cls.server_kind, "needs_url": cls.needs_url,
                 "other_servers": list(cls.other_server_kinds), "multiprocess": cls.multiprocess, "float_digits": cls.float_digits,
-                "own_disk_figure": cls.own_disk_figure, "keeps_data": cls.keeps_data,
+                "own_disk_figure": cls.own_disk_figure, "keeps_data": cls.keeps_data, "can_count": cls.can_count,
                 "value_checks": dict(cls.value_checks),
                 "query_types": sorted(cls.query_types),
                 "dialects": {n: sorted(d.query_types()) for n, d in cls.dialects.items()},

@@ -4,9 +4,10 @@ Load: influx line protocol batches through POST /write (the shared
 HttpClient), where `cpu usage_user=..` becomes the metric cpu_usage_user
 with the tags as labels (gzip'd with -O gzip=true, http.GzipOption); with
 -O protocol=remote-write, the same series as Prometheus remote-write bodies
-to /api/v1/write (shared/remote_write.py); with -O protocol=otlp, as OTLP/HTTP
-metrics to /opentelemetry/v1/metrics (shared/otlp.py; VictoriaMetrics 1.92 and
-later, so not Debian's 1.79.5: open() asks the server first).
+to /api/v1/write (shared/remote_write.py; the load phase builds them before its
+timed part: data/bodies.py); with -O protocol=otlp, as OTLP/HTTP metrics to
+/opentelemetry/v1/metrics (shared/otlp.py; VictoriaMetrics 1.92 and later, so
+not Debian's 1.79.5: open() asks the server first).
 
 The reading side is the Prometheus query API's, shared with Prometheus
 (shared/promapi.py): count() is in samples (one per field value), summed by
