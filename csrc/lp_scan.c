@@ -12,20 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mix.h"
 #include "tsbench.h"
 
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
-
-static inline uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
 
 /* what ends a name (1) and starts an escape (2), per kind of name */
 enum { K_MEAS = 0, K_TAGKEY = 1, K_TAGVAL = 2, K_FIELDKEY = 3 };
@@ -329,7 +321,7 @@ static const char *scan_tags(ts_lp_scan *s, const char *buf, const char *p, cons
         s->tag_klen[*nt] = (uint32_t)(v - 1 - k);
         s->tag_vlen[*nt] = (uint32_t)(p - v);
         (*nt)++;
-        *series += mix64(kh * 31 + vh);
+        *series += ts_mix64(kh * 31 + vh);
         if (p >= e) { *err = TS_LP_E_NO_FIELDS; return NULL; }
         if (*p == ' ')
             return p;
@@ -362,7 +354,7 @@ static const char *scan_fields(ts_lp_scan *s, const char *buf, const char *p, co
         s->field_voff[i] = (uint32_t)(vs - buf);
         s->field_vlen[i] = (uint32_t)(ve - vs);
         *nf = i + 1;
-        *shape = mix64(*shape ^ (kh + type));
+        *shape = ts_mix64(*shape ^ (kh + type));
         if (p >= e || *p == ' ')
             return p;
         p++;
@@ -388,7 +380,7 @@ static int32_t scan_line(ts_lp_scan *s, const char *buf, const char *p, const ch
         return TS_LP_E_MEASUREMENT;
     if (p >= e)
         return TS_LP_E_NO_FIELDS;
-    uint64_t series = mix64(mh);
+    uint64_t series = ts_mix64(mh);
     if (*p == ',') {
         p = scan_tags(s, buf, p + 1, e, &nt, &series, &err, &full);
         if (!p)

@@ -21,28 +21,8 @@
 
 #include <string.h>
 
+#include "pb_wire.h"
 #include "series_group.h"
-
-static inline unsigned varint_len(uint64_t v)
-{
-    unsigned n = 1;
-    while (v >= 0x80) { v >>= 7; n++; }
-    return n;
-}
-
-static inline char *put_varint(char *o, uint64_t v)
-{
-    while (v >= 0x80) { *o++ = (char)(v | 0x80); v >>= 7; }
-    *o++ = (char)v;
-    return o;
-}
-
-static inline char *put_fixed64(char *o, uint64_t v)
-{
-    for (int b = 0; b < 8; b++)
-        *o++ = (char)(v >> (8 * b));         /* little-endian */
-    return o;
-}
 
 /* a field of a length-delimited message: tag, length, and the bytes before its content */
 static inline uint64_t field_len(uint64_t len)

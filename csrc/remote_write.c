@@ -15,6 +15,7 @@
 
 #include <string.h>
 
+#include "pb_wire.h"
 #include "series_group.h"
 
 #define MAX_LABELS 256
@@ -27,20 +28,6 @@ typedef struct {
     uint32_t nlen, vlen;
     int is_name;            /* the __name__ label: its value is measurement '_' field */
 } label_src;
-
-static inline unsigned varint_len(uint64_t v)
-{
-    unsigned n = 1;
-    while (v >= 0x80) { v >>= 7; n++; }
-    return n;
-}
-
-static inline char *put_varint(char *o, uint64_t v)
-{
-    while (v >= 0x80) { *o++ = (char)(v | 0x80); v >>= 7; }
-    *o++ = (char)v;
-    return o;
-}
 
 static inline int allowed(unsigned char c, int how, int first)
 {
@@ -239,8 +226,7 @@ static char *put_series(const ts_sg *c, uint64_t id, tag_labels *t, uint32_t nam
         o = put_varint(o, sample_len(ms, bits));
         if (bits) {
             *o++ = 0x09;
-            for (int b = 0; b < 8; b++)
-                *o++ = (char)(bits >> (8 * b));      /* fixed64, little-endian */
+            o = put_fixed64(o, bits);
         }
         if (ms) {
             *o++ = 0x10;

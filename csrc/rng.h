@@ -11,18 +11,9 @@
 #include <math.h>
 #include <stdint.h>
 
-#define TS_ZIG_LAYERS 128
+#include "mix.h"
 
-static inline uint64_t ts_mix64(uint64_t z)
-{
-    /* the SplitMix64 finalizer */
-    z ^= z >> 30;
-    z *= UINT64_C(0xbf58476d1ce4e5b9);
-    z ^= z >> 27;
-    z *= UINT64_C(0x94d049bb133111eb);
-    z ^= z >> 31;
-    return z;
-}
+#define TS_ZIG_LAYERS 128
 
 static inline uint64_t ts_stream_key(uint64_t seed, int64_t entity, int64_t series, int64_t slot)
 {

@@ -5,16 +5,8 @@
 
 #include <string.h>
 
+#include "mix.h"
 #include "series_group.h"
-
-static inline uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
 
 /* points p and q have the same measurement and tags (in the same order) */
 static int same_tagset(const ts_sg *c, uint64_t p, uint64_t q)
@@ -34,7 +26,7 @@ static int same_tagset(const ts_sg *c, uint64_t p, uint64_t q)
 /* point p's tag set id (a new one in first-seen order when none) */
 static uint64_t tagset_of(ts_sg *c, uint64_t p)
 {
-    uint64_t h = mix64(c->s->series[p]);
+    uint64_t h = ts_mix64(c->s->series[p]);
     for (uint64_t slot = h & c->h_mask;; slot = (slot + 1) & c->h_mask) {
         uint64_t id = c->t_table[slot];
         if (id == 0) {
@@ -65,7 +57,7 @@ static uint64_t add_entry(ts_sg *c, uint64_t p, uint64_t ts, uint64_t j, uint64_
     uint64_t guess = c->t_series0[ts] + j;
     if (j < c->t_nf[ts] && guess < c->n_series && c->s_tagset[guess] == ts && same_key(c, f, c->s_field[guess]))
         return guess;
-    uint64_t h = mix64(ts * 0x9e3779b97f4a7c15ULL ^ s->field_key[f]);
+    uint64_t h = ts_mix64(ts * 0x9e3779b97f4a7c15ULL ^ s->field_key[f]);
     for (uint64_t slot = h & c->h_mask;; slot = (slot + 1) & c->h_mask) {
         uint64_t id = c->table[slot];
         if (id == 0) {

@@ -92,25 +92,10 @@ class BatchReader:
         return self._streamed()
 
     def _mapped(self) -> Iterator[Batch]:
-        size = os.path.getsize(self.path)
-        lo, hi = self.byte_range or (0, size)
-        if hi <= lo:
-            return
-        with open(self.path, "rb") as f:
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        mm.madvise(mmap.MADV_SEQUENTIAL)
-        view = memoryview(mm)
-        pos, dropped = lo, lo - lo % mmap.PAGESIZE
-        while pos < hi:
+        def step(mm, view, pos, hi):
             c = native.cut(self.fmt, mm, pos, hi, self.batch_rows, True, self.layout)
-            if c.bytes == 0:
-                break
-            if c.rows:
-                yield Batch(view[pos: pos + c.bytes], c.rows, c.values)
-            pos += c.bytes
-            if pos - dropped >= 2 * RESIDENT:
-                dropped = unmap_pages(mm, dropped, pos - RESIDENT)
-
+            return (Batch(view[pos: pos + c.bytes], c.rows, c.values) if c.rows else None), c.bytes
+        return walk_mapped(self.path, self.byte_range, step)
 
     def _streamed(self) -> Iterator[Batch]:
         with _open_stream(self.path, self.compression) as f:
@@ -153,6 +138,30 @@ class BatchReader:
 def _reason(exc: BaseException) -> str:
     """A decompressor's error in one line (zlib's "Error -3 while decompressing data: ...")."""
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def walk_mapped(path, byte_range: tuple[int, int] | None, step) -> Iterator[Batch]:
+    """The batches of a memory-mapped file, or of one byte range of it: step(mm, view, pos, hi)
+    gives the batch at pos (None: nothing to send) and the bytes it takes (0: the end). Pages
+    read are unmapped again RESIDENT bytes behind the reader."""
+    size = os.path.getsize(path)
+    lo, hi = byte_range or (0, size)
+    if hi <= lo:
+        return
+    with open(path, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    mm.madvise(mmap.MADV_SEQUENTIAL)
+    view = memoryview(mm)
+    pos, dropped = lo, lo - lo % mmap.PAGESIZE
+    while pos < hi:
+        batch, n = step(mm, view, pos, hi)
+        if n == 0:
+            break
+        if batch is not None:
+            yield batch
+        pos += n
+        if pos - dropped >= 2 * RESIDENT:
+            dropped = unmap_pages(mm, dropped, pos - RESIDENT)
 
 
 def unmap_pages(mm: mmap.mmap, start: int, end: int) -> int:

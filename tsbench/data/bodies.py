@@ -15,7 +15,6 @@ so the load's MB/s and CPU per MB count the same bytes whichever way it sends th
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import pathlib
 import struct
@@ -23,7 +22,7 @@ from typing import Iterator
 
 from tsbench.core.errors import UserError
 from tsbench.core.model import Batch
-from tsbench.data.batches import RESIDENT, BatchReader, unmap_pages
+from tsbench.data.batches import BatchReader, walk_mapped
 
 HEADER = struct.Struct("<IIQQ")
 BODY_FORMAT = "remote-write"
@@ -125,20 +124,10 @@ class BodyReader:
         self.byte_range = byte_range
 
     def __iter__(self) -> Iterator[Batch]:
-        size = os.path.getsize(self.path)
-        lo, hi = self.byte_range or (0, size)
-        if hi <= lo:
-            return
-        with open(self.path, "rb") as f:
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        view = memoryview(mm)
-        pos, dropped = lo, lo - lo % mmap.PAGESIZE
-        while pos < hi:
+        def step(mm, view, pos, hi):
             n, rows, values, source_bytes = HEADER.unpack_from(mm, pos)
             start = pos + HEADER.size
             if start + n > hi:
                 raise UserError(f"{self.path}: a record runs past the end of the file; delete it to build it again")
-            yield Batch(Prebuilt(view[start: start + n], source_bytes), rows, values)
-            pos = start + n
-            if pos - dropped >= 2 * RESIDENT:
-                dropped = unmap_pages(mm, dropped, pos - RESIDENT)
+            return Batch(Prebuilt(view[start: start + n], source_bytes), rows, values), HEADER.size + n
+        return walk_mapped(self.path, self.byte_range, step)
