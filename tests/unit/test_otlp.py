@@ -78,15 +78,6 @@ def test_golden_bytes():
     assert hashlib.sha256(body).hexdigest()[:16] == "47f61051be0e3971"
 
 
-def test_small_buffers_grow_and_an_empty_batch_is_an_empty_request():
-    want = bytes(native.OtlpEncoder().encode(LINES).body)
-    enc = native.OtlpEncoder(points=1, fields=1, out_bytes=8)
-    assert bytes(enc.encode(LINES).body) == want
-    assert bytes(enc.encode(LINES).body) == want     # the grown arrays reused
-    r = enc.encode(b"# a comment only\n\n")
-    assert (bytes(r.body), r.series, r.samples) == (b"", 0, 0)
-
-
 def test_devops_batch_against_its_lines(tmp_path):
     path = tmp_path / "d.lp"
     run_cli("generate", "-q", "--scale", "5", "--end", "2016-01-01T00:01:00Z", "-o", str(path))

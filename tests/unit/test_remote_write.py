@@ -103,11 +103,15 @@ def test_golden_bytes():
     assert hashlib.sha256(body).hexdigest()[:16] == "3ca89e3b38d130d9"
 
 
-def test_small_buffers_grow():
-    want = bytes(native.RemoteWriteEncoder().encode(LINES).body)
-    enc = native.RemoteWriteEncoder(points=1, fields=1, out_bytes=8)
+@pytest.mark.parametrize("encoder", [native.RemoteWriteEncoder, native.OtlpEncoder])
+def test_small_buffers_grow_and_an_empty_batch_is_an_empty_request(encoder):
+    """Both encoders of series protocols (the same growth loop in native._SeriesEncoder)."""
+    want = bytes(encoder().encode(LINES).body)
+    enc = encoder(points=1, fields=1, out_bytes=8)
     assert bytes(enc.encode(LINES).body) == want
     assert bytes(enc.encode(LINES).body) == want     # the grown arrays reused
+    r = enc.encode(b"# a comment only\n\n")
+    assert (bytes(r.body), r.series, r.samples) == (b"", 0, 0)
 
 
 def test_devops_batch_against_its_lines(tmp_path):
