@@ -221,8 +221,9 @@ def _server_version(cls: type, server: type) -> str:
 def _servers_part(cls: type) -> list[str]:
     from tsbench.databases import server_class
 
-    if cls.server_kind is None and cls.needs_url:
-        return ["No local server: a server of the user's by URL only (`--server URL`).", ""]
+    if cls.server_kind is None and cls.engine_library is None and cls.keeps_data:
+        return ["No local server: a server of the user's by URL only (`--server URL`).", "",
+                "Version: the user's server's; tsbench installs none and records none.", ""]
     if cls.server_kind is None:
         return ["tsbench runs it in-process (`--server local`): no server to install or start.", "",
                 _in_process_version(cls), "", *([RECORDED, ""] if cls.keeps_data else [])]

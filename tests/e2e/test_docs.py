@@ -113,6 +113,8 @@ def test_every_database_page_names_its_version_or_why_not(site):
         assert text.count("Version: ") == max(1, len(kinds)), name      # one a way tsbench runs it
         if not cls.keeps_data:
             assert "Version: none" in text, name
+        elif not kinds and cls.engine_library is None:      # by URL only (remote-write): the user's server
+            assert "Version: the user's server's" in text and "No local server" in text, name
         elif not kinds:                     # in-process: the installed engine library's version
             assert cls.engine_library and f"Version: {cls.engine_library} {version(cls.engine_library)} " in text
         for kind in kinds if cls.keeps_data else ():
