@@ -7,6 +7,7 @@ plus each replaced entity's; bad values and datasets it cannot apply to are one 
 from __future__ import annotations
 
 import hashlib
+import pathlib
 import re
 
 import pytest
@@ -18,6 +19,8 @@ from tsbench.stream.churn import churn_of, parse_churn
 from tsbench.stream.options import StreamSettings
 from tsbench.stream.source import BatchSource
 from tsbench.stream.stats import Stats
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 DEVOPS = DatasetSpec(use_case="devops", scale=10, seed=1)
 EPOCHS = 20                                   # 10 s apart: 200 s of data time
@@ -117,9 +120,14 @@ def test_bad_values_are_one_line(text, words):
         StreamSettings(churn=text)
 
 
-def test_datasets_it_cannot_apply_to_are_refused():
+def test_datasets_it_cannot_apply_to_are_refused(tmp_path):
     with pytest.raises(UserError, match="missing or late points"):
         churn_of(resolve(DatasetSpec(use_case="iot", scale=10)), "0.1/60s")
+    schema = ROOT / "experiments" / "schemas" / "replication_lag.yaml"          # its one tag taken out
+    no_tags = tmp_path / "no-tags.yaml"
+    no_tags.write_text(schema.read_text().replace("tags:\n  host: mytesthost\n", ""))
+    with pytest.raises(UserError, match="the schema 'replication-lag' has no entity tag"):
+        churn_of(resolve(DatasetSpec(use_case="custom", schema_file=str(no_tags))), "0.1/60s")
     assert churn_of(resolve(DEVOPS), None) is None
     assert StreamSettings(churn="0.1/60s").churn_rule() == parse_churn("0.1/1m")
 
