@@ -107,8 +107,7 @@ class PrometheusTarget(PromApiTarget):
 
     # ---- load ---------------------------------------------------------------------------
     async def write(self, batch: Batch) -> None:
-        rw = self.remote_write
-        await self.http.post("/api/v1/write", rw.body(batch.data), headers=rw.headers)
+        await self.remote_write.post(self.http, "/api/v1/write", batch.data)
 
     async def flush(self) -> None:
         """Nothing to do: a remote-write answer comes after the samples are in the head (and its WAL)."""
@@ -129,8 +128,7 @@ class PrometheusTarget(PromApiTarget):
         newest = head["maxTime"]
         t_ms = max(newest, 0) + MARKER_BLOCKS * await self._block_range_ms()
         line = f"{MARKER} marker=1 {t_ms * 1_000_000}\n".encode()
-        await self.http.post("/api/v1/write", self.remote_write.body(memoryview(line)),
-                             headers=self.remote_write.headers)
+        await self.remote_write.post(self.http, "/api/v1/write", memoryview(line))
         deadline = time.monotonic() + COMPACT_TIMEOUT
         while (head := await self._head())["minTime"] <= newest:
             if time.monotonic() > deadline:

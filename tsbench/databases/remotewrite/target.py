@@ -62,8 +62,7 @@ class RemoteWriteTarget(Target):
                             "empty the receiver by its own means (or use its database's target)")
 
     async def write(self, batch: Batch) -> None:
-        rw = self.remote_write
-        await self.http.post("", rw.body(batch.data), headers=rw.headers)
+        await self.remote_write.post(self.http, "", batch.data)
 
     async def count(self, tables: Tables) -> int:
         raise UserError(NOT_COUNTED)

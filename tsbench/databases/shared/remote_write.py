@@ -32,6 +32,10 @@ class RemoteWriteBody:
             return data.body
         return memoryview(cramjam.snappy.compress_raw(self.encoder.encode(data).body))
 
+    async def post(self, http, path: str, data) -> None:
+        """data's body POSTed to path with the protocol's headers (http: the target's HttpClient)."""
+        await http.post(path, self.body(data), headers=self.headers)
+
 
 def _allowed(c: int, metric: bool, first: bool) -> bool:
     return (97 <= c <= 122 or 65 <= c <= 90 or c == 95 or (48 <= c <= 57 and not first)

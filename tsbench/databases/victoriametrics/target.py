@@ -133,8 +133,7 @@ class VictoriaMetricsTarget(PromApiTarget):
     # ---- load ---------------------------------------------------------------------------
     async def write(self, batch: Batch) -> None:
         if self.remote_write is not None:
-            rw = self.remote_write
-            await self.http.post("/api/v1/write", rw.body(batch.data), headers=rw.headers)
+            await self.remote_write.post(self.http, "/api/v1/write", batch.data)
             return
         if self.otlp is not None:
             await self.http.post(OTLP_PATH, await self.otlp.body(batch.data), headers=self.otlp.headers)
