@@ -13,7 +13,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportM
 from tsbench.core.errors import UserError
 from tsbench.data import native
 
-from conftest import run_cli
+from devopslines import devops_batch, samples_by_series
 
 LINES = (b'cpu,zone=z,Abc=x,host=a\\,b\\ c\\=d usage_user=1.5,n=3i,u=5u,b=t,s="text" 1451606400123456789\n'
          b'cpu,zone=z,Abc=x,host=a\\,b\\ c\\=d usage_user=2.5 1451606410000000000\n'
@@ -79,19 +79,8 @@ def test_golden_bytes():
 
 
 def test_devops_batch_against_its_lines(tmp_path):
-    path = tmp_path / "d.lp"
-    run_cli("generate", "-q", "--scale", "5", "--end", "2016-01-01T00:01:00Z", "-o", str(path))
-    data = path.read_bytes()
-    want: dict[tuple, list] = {}
-    values = 0
-    for line in data.splitlines():
-        key, fieldset, t = line.decode().split(" ")
-        meas, *tags = key.split(",")
-        for kv in fieldset.split(","):
-            k, v = kv.split("=")
-            series = (f"{meas}_{k}", tuple(tuple(x.split("=")) for x in tags))
-            want.setdefault(series, []).append((int(t), float(v.rstrip("i"))))
-            values += 1
+    data = devops_batch(tmp_path)
+    want, values = samples_by_series(data)
     r = native.OtlpEncoder().encode(data)
     got: dict[tuple, list] = {}
     for name, points in metrics(r.body):

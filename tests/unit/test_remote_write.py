@@ -13,7 +13,7 @@ from tsbench.core.errors import UserError
 from tsbench.data import native
 from tsbench.databases.shared.remote_write import HEADERS, RemoteWriteBody
 
-from conftest import run_cli
+from devopslines import devops_batch, samples_by_series
 
 
 def varint(b: bytes, i: int) -> tuple[int, int]:
@@ -115,19 +115,10 @@ def test_small_buffers_grow_and_an_empty_batch_is_an_empty_request(encoder):
 
 
 def test_devops_batch_against_its_lines(tmp_path):
-    path = tmp_path / "d.lp"
-    run_cli("generate", "-q", "--scale", "5", "--end", "2016-01-01T00:01:00Z", "-o", str(path))
-    data = path.read_bytes()
-    want: dict[tuple, list] = {}
-    values = 0
-    for line in data.splitlines():
-        key, fieldset, t = line.decode().split(" ")
-        meas, *tags = key.split(",")
-        for kv in fieldset.split(","):
-            k, v = kv.split("=")
-            labels = tuple(sorted([("__name__", f"{meas}_{k}")] + [tuple(x.split("=")) for x in tags]))
-            want.setdefault(labels, []).append((float(v.rstrip("i")), int(t) // 1_000_000))
-            values += 1
+    data = devops_batch(tmp_path)
+    series, values = samples_by_series(data)
+    want = {tuple(sorted([("__name__", name), *tags])): [(v, t // 1_000_000) for t, v in samples]
+            for (name, tags), samples in series.items()}
     r = native.RemoteWriteEncoder().encode(data)
     got = {tuple(labels): samples for labels, samples in decode(bytes(r.body))}
     assert got == want
