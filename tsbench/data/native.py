@@ -662,10 +662,11 @@ class RemoteWrite:
 
 class _SeriesEncoder:
     """Line protocol batches into one protocol's protobuf messages (uncompressed), two C calls a
-    batch: the scan (ts_lp_scan_lines) and the encoding (what: the protocol's name; scratch_fn
-    and encode_fn: its C functions). Arrays grow as batches need."""
+    batch: the scan (ts_lp_scan_lines) and the encoding (what: the protocol's name; c_scratch and
+    c_encode: its C functions). Arrays grow as batches need."""
 
     what = ""
+    c_scratch = c_encode = None
     arg_error = ""        # what TS_ERR_ARG can mean besides a bad call
 
     def __init__(self, points: int = 1024, fields: int = 8192, out_bytes: int = 1 << 16):
@@ -688,24 +689,18 @@ class _SeriesEncoder:
                             f"{LP_ERRORS.get(int(a['err_code'][0]), 'unreadable')}")
         return got
 
-    def _c_encode(self, *args):
-        raise NotImplementedError
-
-    def _c_scratch(self, n_fields: int) -> int:
-        raise NotImplementedError
-
     def encode(self, data) -> RemoteWrite:
         """The batch `data` (whole lines of line protocol, ns timestamps) as one message."""
         got = self._scan(data)
-        need = self._c_scratch(got.arrays["field_key"].size)
+        need = int(self.c_scratch(got.arrays["field_key"].size))
         if self._scratch.size < need:
             self._scratch = self._np.empty(need, self._np.uint64)
         scratch = ffi.cast("uint64_t *", self._scratch.ctypes.data)
         with ffi.from_buffer(data) as cbuf:
             while True:
                 with ffi.from_buffer(self._out, require_writable=True) as cout:
-                    rc = self._c_encode(self._scanner.c, cbuf, cout, len(cout), scratch, self._scratch.size,
-                                        self._res)
+                    rc = self.c_encode(self._scanner.c, cbuf, cout, len(cout), scratch, self._scratch.size,
+                                       self._res)
                 if rc != -3:
                     break
                 self._out = bytearray(max(int(self._res.used), 2 * len(self._out)))
@@ -718,22 +713,12 @@ class RemoteWriteEncoder(_SeriesEncoder):
     """Line protocol batches into Prometheus remote-write 1.0 WriteRequests (ts_rw_encode)."""
 
     what = "remote-write"
+    c_scratch, c_encode = staticmethod(lib.ts_rw_scratch), staticmethod(lib.ts_rw_encode)
     arg_error = " (a point of more than 255 tags?)"
-
-    def _c_encode(self, *args):
-        return lib.ts_rw_encode(*args)
-
-    def _c_scratch(self, n_fields: int) -> int:
-        return int(lib.ts_rw_scratch(n_fields))
 
 
 class OtlpEncoder(_SeriesEncoder):
     """Line protocol batches into OTLP ExportMetricsServiceRequests (ts_otlp_encode)."""
 
     what = "otlp"
-
-    def _c_encode(self, *args):
-        return lib.ts_otlp_encode(*args)
-
-    def _c_scratch(self, n_fields: int) -> int:
-        return int(lib.ts_otlp_scratch(n_fields))
+    c_scratch, c_encode = staticmethod(lib.ts_otlp_scratch), staticmethod(lib.ts_otlp_encode)
