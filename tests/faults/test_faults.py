@@ -139,6 +139,30 @@ def _signal(pids: list[int], sig: int) -> None:
             pass
 
 
+def _states(pids: list[int]) -> set[str]:
+    """The states of those of pids still running."""
+    out = set()
+    for p in pids:
+        try:
+            out.add(psutil.Process(p).status())
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def _listeners(ports: dict[str, int]) -> dict[int, int | None]:
+    """port -> the pid listening on it (a case a stopped server seemed to answer names who did)."""
+    wanted = set(ports.values())
+    return {c.laddr.port: c.pid for c in psutil.net_connections("tcp")
+            if c.status == psutil.CONN_LISTEN and c.laddr.port in wanted}
+
+
+def _until(cond, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not cond() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def _gone(pids: list[int]) -> bool:
     """None of pids runs any more (zombies aside)."""
     def running(p: int) -> bool:
@@ -187,6 +211,8 @@ async def _faulted(host: Host, target: str, phase: str, sig: str, df) -> tuple[l
         at.append(time.monotonic())
         pids.extend(p for p in _tree(pid) if p not in pids)
         _signal(pids[:1] if sig == "SIGKILL" else pids, getattr(signal, sig))
+        if sig == "SIGSTOP":        # the stop has taken hold before the client goes on
+            _until(lambda: _states(pids) <= {psutil.STATUS_STOPPED}, 2.0)
 
     def failed(exc: BaseException):
         seconds = time.monotonic() - at[0] if at else None
@@ -212,7 +238,8 @@ async def _faulted(host: Host, target: str, phase: str, sig: str, df) -> tuple[l
     finally:
         if sig == "SIGSTOP":
             _signal(pids, signal.SIGCONT)
-    raise AssertionError(f"{target} {phase}: the {sig} went unnoticed")
+    raise AssertionError(f"{target} {phase}: the {sig} went unnoticed (the server's processes: "
+                         f"{_states(pids)}; listening on its ports: {_listeners(srv.state.ports)})")
 
 
 @pytest.mark.parametrize("target,phase,sig", CASES)
@@ -228,9 +255,7 @@ def test_server_fault_fails_the_phase_within_its_bound(target, phase, sig, dataf
         assert "killed by SIGKILL" in msg and f"pid {pids[0]}" in msg and "(log: " in msg, msg
         assert not isinstance(err, Stalled) and seconds < KILL_BOUND_S, (seconds, msg)
         host.stop()                 # as the end of a phase on server: local does
-        deadline = time.monotonic() + 10
-        while not _gone(pids) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        _until(lambda: _gone(pids), 10.0)
         assert _gone(pids), f"a process of {target} (pids {pids}) survived"
     else:
         stall = STALL_S.get(target, FAST_STALL_S)
