@@ -142,9 +142,11 @@ def test_the_target_counts_the_samples_of_its_range_once_in_any_slicing(with_201
 
 
 CHILD = """
-import os, sys, time
+import os, signal, sys, time
 sys.path.insert(0, {tests!r})
 from conftest import local_server
+signal.signal(signal.SIGINT, signal.default_int_handler)   # as a command does: a shell's background job starts
+                                                           # with SIGINT ignored, and Python then installs none
 with local_server("prometheus") as srv:
     print(srv.state.pid, flush=True)
     time.sleep(300)
@@ -154,6 +156,7 @@ with local_server("prometheus") as srv:
 def test_sigint_to_the_command_that_started_it_leaves_no_process():
     tests = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     p = subprocess.Popen([sys.executable, "-c", CHILD.format(tests=tests)], stdout=subprocess.PIPE, text=True)
+    pid = None
     try:
         pid = int(p.stdout.readline())
         assert pid_alive(pid)
@@ -167,6 +170,8 @@ def test_sigint_to_the_command_that_started_it_leaves_no_process():
         if p.poll() is None:
             p.kill()
             p.wait()
+        if pid is not None and pid_alive(pid):     # the server of a child that hung: not left behind
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_names_remote_write_sanitized_are_counted_and_summed_under_that_spelling(server):
