@@ -256,8 +256,9 @@ def pg():
         yield srv
 
 
-def load_into(target: str, url: str, df, options: dict | None = None):
-    """Load a data file into a target with the real loader (if_exists drop); the count is verified."""
+def load_into(target: str, url: str, df, options: dict | None = None, compact: bool = True):
+    """Load a data file into a target with the real loader (if_exists drop); the count is verified.
+    compact=False: for queries only (InfluxDB's compaction waits out its 10 s cold-cache snapshot)."""
     import asyncio
 
     from tsbench.load.connect import connect
@@ -265,7 +266,7 @@ def load_into(target: str, url: str, df, options: dict | None = None):
 
     async def go():
         async with connect(target, url, options or {}) as c:
-            res = await load(c.target, df, LoadOptions(progress=False, if_exists="drop"))
+            res = await load(c.target, df, LoadOptions(progress=False, if_exists="drop", compact=compact))
             assert res.verified, res.summary()
             return res
     return asyncio.run(go())

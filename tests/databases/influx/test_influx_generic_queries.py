@@ -27,7 +27,7 @@ def server():
 def loaded(server, files):
     """Each file loaded once (database g_<name>) for both languages."""
     for name, df in files.items():
-        load_into("influx", server.url, df, {"database": f"g_{name}"})
+        load_into("influx", server.url, df, {"database": f"g_{name}"}, compact=False)
     return files
 
 

@@ -57,7 +57,7 @@ def iot(server, tmp_path_factory):
     run_cli("generate", "-q", "-u", "iot", "--scale", "20", "--end", "2016-01-03T00:00:00Z", "--interval", "46s",
             "--seed", "3", "--format", "influx", "-o", str(path))
     df = open_datafile(path)
-    load_into("influx", server.url, df, {"database": DB})
+    load_into("influx", server.url, df, {"database": DB}, compact=False)
     return df.dataset, Reference(df.dataset)
 
 

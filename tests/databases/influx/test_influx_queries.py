@@ -48,7 +48,7 @@ def _loaded(server, tmp_path_factory, db: str, *gen_args: str):
     path = tmp_path_factory.mktemp(db) / f"{db}.lp"
     run_cli("generate", "-q", "--format", "influx", "-o", str(path), *gen_args)
     df = open_datafile(path)
-    load_into("influx", server.url, df, {"database": db})
+    load_into("influx", server.url, df, {"database": db}, compact=False)
     return df.dataset, Reference(df.dataset)
 
 
