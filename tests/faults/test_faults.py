@@ -212,7 +212,7 @@ async def _faulted(host: Host, target: str, phase: str, sig: str, df) -> tuple[l
         pids.extend(p for p in _tree(pid) if p not in pids)
         _signal(pids[:1] if sig == "SIGKILL" else pids, getattr(signal, sig))
         if sig == "SIGSTOP":        # the stop has taken hold before the client goes on
-            _until(lambda: _states(pids) <= {psutil.STATUS_STOPPED}, 2.0)
+            _until(lambda: _states(pids) <= {psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE}, 2.0)
 
     def failed(exc: BaseException):
         seconds = time.monotonic() - at[0] if at else None
