@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import json
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict
 
-from tsbench.core import bounds
 from tsbench.core.model import Batch, Tables
-from tsbench.databases.shared.http import Gzip, GzipOption, HttpClient
+from tsbench.databases.shared.http import (
+    Gzip,
+    GzipOption,
+    HttpClient,
+    PushTimeoutOption,
+)
 from tsbench.databases.shared.target import Target
 
 
-class NullHttpOptions(GzipOption):
+class NullHttpOptions(PushTimeoutOption, GzipOption):
     model_config = ConfigDict(extra="forbid")
-    timeout: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS,
-                           description="seconds per request before it counts as push-back")
 
 
 class NullTarget(Target):

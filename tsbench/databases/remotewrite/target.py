@@ -13,12 +13,11 @@ the receiver holds either: --if-exists abort and reuse write on, drop is refused
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict
 
-from tsbench.core import bounds
 from tsbench.core.errors import UserError
 from tsbench.core.model import Batch, Tables
-from tsbench.databases.shared.http import HttpClient
+from tsbench.databases.shared.http import HttpClient, PushTimeoutOption
 from tsbench.databases.shared.remote_write import RemoteWriteBody
 from tsbench.databases.shared.target import Target
 
@@ -26,10 +25,8 @@ NOT_COUNTED = ("target remote-write: a remote-write URL cannot be counted (the p
                "load with --no-verify, or load the database's own target to verify")
 
 
-class RemoteWriteOptions(BaseModel):
+class RemoteWriteOptions(PushTimeoutOption):
     model_config = ConfigDict(extra="forbid")
-    timeout: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS,
-                           description="seconds per request before it counts as push-back")
 
 
 class RemoteWriteTarget(Target):

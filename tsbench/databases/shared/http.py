@@ -20,6 +20,7 @@ import yarl
 from isal import isal_zlib
 from pydantic import BaseModel, Field, model_validator
 
+from tsbench.core import bounds
 from tsbench.core.errors import Fatal, Retryable, UserError
 from tsbench.databases.shared.http_pool import KeepAlivePool, TransportError
 
@@ -68,6 +69,14 @@ def wire_body(data):
     if isinstance(data, (bytes, bytearray, memoryview)) and len(data) >= UNJOIN_BYTES:
         return _Unjoined(data)
     return data
+
+
+class PushTimeoutOption(BaseModel):
+    """-O timeout=SECONDS: how long a write request may take before it counts as push-back;
+    mixed into the options of targets that only push (no read-back of their own)."""
+
+    timeout: float = Field(300.0, gt=0, le=bounds.MAX_SECONDS,
+                           description="seconds per request before it counts as push-back")
 
 
 class GzipOption(BaseModel):
@@ -153,7 +162,7 @@ class HttpClient:
             try:
                 async with self.session.get(self.base + probe_path) as r:
                     await r.read()
-            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
                 await self.close()
                 raise UserError(f"{self.what}: cannot reach {self.base}: {_reason(exc)}") from None
 
@@ -172,8 +181,7 @@ class HttpClient:
                                          headers=headers) as r:
                 body = await r.read()
                 status = r.status
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, asyncio.TimeoutError,
-                ConnectionError) as exc:
+        except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ConnectionError) as exc:
             raise Retryable(f"{self.what}: {_reason(exc)}") from None
         return batch_answer(self.what, status, body, self.pushback_words)
 
@@ -231,7 +239,7 @@ class HttpClient:
             async with self.session.request(method, self.base + path, data=data, headers=headers,
                                             params=params) as r:
                 return r.status, await r.read()
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             raise Fatal(f"{self.what}: {method} {path}: {_reason(exc)}") from None
 
     async def get(self, path: str, params: dict | None = None) -> tuple[int, bytes]:
